@@ -1,0 +1,37 @@
+"""``python -m dsh_core plugins`` lists installed plugins; ``events`` prints the event catalogue."""
+
+from __future__ import annotations
+
+import sys
+
+from ._catalog_doc import render_event_catalog
+from ._host import installed_plugins
+
+
+def _plugins() -> str:
+    rows = []
+    for info in installed_plugins():
+        origin = f"{info.distribution} {info.version}" if info.distribution else "?"
+        rows.append(
+            f"{info.name}  ({origin})\n"
+            f"    provides: {', '.join(info.provides) or '-'}\n"
+            f"    requires: {', '.join(info.requires) or '-'}\n"
+            f"    hooks:    {', '.join(info.hooks) or '-'}"
+        )
+    return "\n".join(rows) if rows else "no dsh plugins installed"
+
+
+def main(argv: list[str]) -> int:
+    command = argv[0] if argv else "plugins"
+    if command == "plugins":
+        print(_plugins())
+        return 0
+    if command == "events":
+        sys.stdout.write(render_event_catalog())
+        return 0
+    print(f"usage: python -m dsh_core [plugins|events] (unknown command {command!r})", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

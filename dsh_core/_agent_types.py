@@ -1,0 +1,86 @@
+"""What every agent looks like from outside the loop: the ``Agent`` and ``AgentHandle`` protocols."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, TypeAlias
+
+import attrs
+
+if TYPE_CHECKING:
+    from ._content import AssistantMessage, ContentBlock
+    from ._context import Context
+    from ._defaults.sessions import Session
+
+__all__ = ["Agent", "AgentHandle", "AgentOptions", "AgentStatus", "Setup", "TurnOutcome"]
+
+AgentStatus: TypeAlias = Literal["idle", "running", "disposed"]
+
+#: Composition code run against an unpublished agent's context during create/resume.
+Setup: TypeAlias = Callable[["Context"], "Awaitable[None] | None"]
+
+
+@attrs.frozen(kw_only=True)
+class AgentOptions:
+    """Per-agent defaults for the model call; ``None`` means the provider's default."""
+
+    model: str | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+
+
+@attrs.frozen
+class TurnOutcome:
+    """What ``agent.run()`` returns: how the turn ended and its last assistant message."""
+
+    reason: Mapping[str, Any]
+    message: AssistantMessage | None
+
+    @property
+    def kind(self) -> str:
+        return str(self.reason["kind"])
+
+    @property
+    def text(self) -> str:
+        """The text of the final assistant message ('' when there is none)."""
+        if self.message is None:
+            return ""
+        return "".join(getattr(block, "text", "") for block in self.message.content if type(block).__name__ == "Text")
+
+
+Content: TypeAlias = "str | Sequence[ContentBlock]"
+
+
+class Agent(Protocol):
+    """One agent: a session, an inbox and a driver. Created through ``ctx.agents``."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def session(self) -> Session: ...
+    @property
+    def options(self) -> AgentOptions: ...
+    @property
+    def status(self) -> AgentStatus: ...
+    @property
+    def ctx(self) -> Context: ...
+
+    def send(self, content: Content, source: Mapping[str, Any] | None = None) -> str: ...
+    def steer(self, content: Content, source: Mapping[str, Any] | None = None) -> str: ...
+    def inject(self, content: Content, source: Mapping[str, Any] | None = None) -> None: ...
+    def cancel(self) -> None: ...
+    async def when_idle(self) -> None: ...
+    async def run(self, content: Content, source: Mapping[str, Any] | None = None) -> TurnOutcome: ...
+
+
+class AgentHandle(Protocol):
+    """The owner's grip on an agent: dispose it (idempotent, memoised) or use ``async with``."""
+
+    @property
+    def agent(self) -> Agent: ...
+    async def dispose(self) -> None: ...
+    async def __aenter__(self) -> Self: ...
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None: ...

@@ -1,0 +1,1 @@
+"""The default plugins of the root distribution: each a service a configuration can replace."""

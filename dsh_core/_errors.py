@@ -1,0 +1,102 @@
+"""The error tree of dsh: one small hierarchy, each class under the stdlib error callers already catch.
+
+DshError
+  + PluginError(DshError, RuntimeError)          .plugin
+    - MissingServiceError(PluginError, AttributeError)  .service, .providers
+    - DependencyCycleError(PluginError)          .plugins
+    - PluginStartError(PluginError)              a plugin's start() raised
+  + ConfigError(DshError, ValueError)            .source, .path
+  + EventDataError(DshError, ValueError)         .event_type
+  + VocabularyError(DshError, ValueError)        .field (malformed JSON for a value class)
+  + ScopeDisposedError(DshError, RuntimeError)   registering through a disposed context
+  + DuplicateRegistrationError(DshError, ValueError)
+  + AgentDisposedError(DshError, RuntimeError)
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AgentDisposedError",
+    "ConfigError",
+    "DependencyCycleError",
+    "DshError",
+    "DuplicateRegistrationError",
+    "EventDataError",
+    "MissingServiceError",
+    "PluginError",
+    "PluginStartError",
+    "ScopeDisposedError",
+    "VocabularyError",
+]
+
+
+class DshError(Exception):
+    """Base of every error dsh raises on purpose."""
+
+
+class PluginError(DshError, RuntimeError):
+    """A plugin could not be loaded, ordered or started."""
+
+    def __init__(self, message: str, *, plugin: str | None = None) -> None:
+        super().__init__(message)
+        self.plugin = plugin
+
+
+class MissingServiceError(PluginError, AttributeError):
+    """A required service is provided by no loaded plugin (also raised by ``ctx.<service>``)."""
+
+    def __init__(
+        self, message: str, *, plugin: str | None = None, service: str, providers: tuple[str, ...] = ()
+    ) -> None:
+        super().__init__(message, plugin=plugin)
+        self.service = service
+        self.providers = providers
+
+
+class DependencyCycleError(PluginError):
+    """Plugins need each other's services in a circle, so no start order exists."""
+
+    def __init__(self, message: str, *, plugins: tuple[str, ...]) -> None:
+        super().__init__(message, plugin=plugins[0] if plugins else None)
+        self.plugins = plugins
+
+
+class PluginStartError(PluginError):
+    """A plugin's ``start()`` raised; the plugins started before it have been stopped."""
+
+
+class ConfigError(DshError, ValueError):
+    """Configuration that does not fit a plugin's ``Config`` class."""
+
+    def __init__(self, message: str, *, source: str = "<config>", path: str = "") -> None:
+        super().__init__(message)
+        self.source = source
+        self.path = path
+
+
+class EventDataError(DshError, ValueError):
+    """Session event data that is not lossless JSON, or an append the session refuses."""
+
+    def __init__(self, message: str, *, event_type: str) -> None:
+        super().__init__(message)
+        self.event_type = event_type
+
+
+class VocabularyError(DshError, ValueError):
+    """JSON that does not describe a valid value of the vocabulary; ``field`` says where."""
+
+    def __init__(self, message: str, *, field: str = "") -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class ScopeDisposedError(DshError, RuntimeError):
+    """Something was registered through a context that is already disposed."""
+
+
+class DuplicateRegistrationError(DshError, ValueError):
+    """A name that must be unique (a provider, a service, a factory) is already taken."""
+
+
+class AgentDisposedError(DshError, RuntimeError):
+    """The agent has been disposed; create or resume a new one."""

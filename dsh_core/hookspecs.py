@@ -1,0 +1,167 @@
+"""The event catalogue: every event of the harness, its dispatch mode, its arguments and its value.
+
+Hook names are ``dsh_`` + the event name with ``/`` and ``-`` turned into ``_``. A plugin
+implements any of them with ``@hookimpl`` (``def`` or ``async def``, taking any subset of the
+arguments). ``docs/events.md`` is generated from this module (``python -m dsh_core events``).
+
+Modes: **notify** — every listener runs; a failure is logged and contained. **waterfall** — each
+listener gets the current value and returns a replacement or ``None`` to keep it. **serial** —
+awaited one by one; the first non-``None`` result wins. **around** — each listener gets
+``call_next`` and wraps the rest. **parallel** — awaited together; the first failure is raised.
+Tool guards (``ctx.tools.guard``) are the sixth mode and are not hooks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from ._markers import hookspec
+
+if TYPE_CHECKING:
+    from ._content import AssistantMessage, Message, UserMessage
+    from ._decisions import Accept, Allow, Ask, Block, ContinuationDecision, ContinuationStop, Deny, Reject, Retry
+    from ._agent_types import Agent
+    from ._defaults.sessions import Session
+    from ._llm_types import Failure, LlmCallConfig
+    from ._session_event import SessionEvent
+    from ._signal import CancelSignal
+    from ._tool_types import ToolExecution, ToolResult
+
+# ---------------------------------------------------------------------- agent lifecycle
+
+
+@hookspec(mode="notify", subject="agent", vetoes=True)
+def dsh_agent_created(agent: Agent) -> None:
+    """An agent was entered in the registry and is about to be published.
+
+    A listener that raises vetoes the publication: the create or resume rolls back (with the paired
+    ``agent/disposed``) and re-raises.
+    """
+
+
+@hookspec(mode="notify", subject="agent")
+def dsh_agent_disposed(agent: Agent) -> None:
+    """An agent left the registry; its session follows."""
+
+
+@hookspec(mode="notify", subject="agent")
+def dsh_agent_session_start(agent: Agent, source: str) -> None:
+    """Once per agent instance, before its first turn. ``source`` is ``startup`` or ``resume``."""
+
+
+@hookspec(mode="notify", subject="agent")
+def dsh_agent_status(agent: Agent, status: str) -> None:
+    """The agent became ``idle``, ``running`` or ``disposed``."""
+
+
+@hookspec(mode="notify", subject="agent")
+def dsh_agent_queued(agent: Agent, message: Any) -> None:
+    """A ``send`` or ``steer`` was accepted; ``message`` is the frozen record appended as ``inbox/queued``."""
+
+
+@hookspec(mode="waterfall", value="decision", subject="agent")
+def dsh_agent_prompt_submit(agent: Agent, decision: Allow | Block, message: UserMessage, turn: int) -> Allow | Block | None:
+    """Admit or block one queued prompt at the start of a turn.
+
+    Return ``Block(reason)`` to drop it (logged as ``prompt/blocked``), or ``Allow(additional_context)``
+    to add model-visible context after it. Default ``Allow()``.
+    """
+
+
+@hookspec(mode="waterfall", value="prefix", subject="agent")
+def dsh_agent_session_prefix(agent: Agent, prefix: tuple[Message, ...]) -> tuple[Message, ...] | None:
+    """Messages sent before the history on every request, fixed once per agent instance."""
+
+
+@hookspec(mode="serial", subject="agent")
+def dsh_agent_pre_step(agent: Agent, turn: int, step: int, prefix: tuple[Message, ...], signal: CancelSignal) -> None:
+    """Before each step, outside it: the place to change the surface (compaction)."""
+
+
+@hookspec(mode="waterfall", value="config", subject="agent")
+def dsh_agent_request(
+    agent: Agent, config: LlmCallConfig, turn: int, step: int, signal: CancelSignal
+) -> LlmCallConfig | None:
+    """Replace this step's call config (model, effort, limits). Return ``None`` to keep it."""
+
+
+@hookspec(mode="waterfall", value="decision", subject="agent")
+def dsh_agent_request_error(
+    agent: Agent, decision: Retry | None, failure: Failure, turn: int, step: int, attempt: int, signal: CancelSignal
+) -> Retry | None:
+    """A model request failed. Return ``Retry(delay)`` to stream again within the same step."""
+
+
+@hookspec(mode="waterfall", value="message", subject="agent")
+def dsh_agent_step_result(agent: Agent, message: AssistantMessage, turn: int, step: int) -> AssistantMessage | None:
+    """Replace the assistant message of a step before it is logged and its tools run."""
+
+
+@hookspec(mode="waterfall", value="decision", subject="agent")
+def dsh_agent_turn_continuation(
+    agent: Agent, decision: ContinuationDecision, turn: int, step: int
+) -> ContinuationDecision | None:
+    """Continue or stop the turn after a step. Default: continue iff the step ran tool calls.
+
+    A ``continue`` with a reason is logged as a ``steering/message`` (source ``continuation``).
+    """
+
+
+@hookspec(mode="serial", subject="agent")
+def dsh_agent_turn_stop(agent: Agent, decision: ContinuationDecision, turn: int, step: int) -> ContinuationStop | None:
+    """After every step: return ``ContinuationStop(reason)`` to end the turn ``stopped``."""
+
+
+@hookspec(mode="notify", subject="agent")
+def dsh_agent_error(agent: Agent, turn: int, step: int, error: BaseException) -> None:
+    """A plugin or the model failed and the turn is ending with ``error``."""
+
+
+# ---------------------------------------------------------------------- sessions
+
+
+@hookspec(mode="notify", subject="session")
+def dsh_session_created(session: Session) -> None:
+    """A session entered the store."""
+
+
+@hookspec(mode="notify", subject="session")
+def dsh_session_disposed(session: Session) -> None:
+    """A session left the store."""
+
+
+@hookspec(mode="notify", subject="session")
+def dsh_session_event(session: Session, event: SessionEvent) -> None:
+    """An event was committed to a session's log (persistence and UIs follow this)."""
+
+
+@hookspec(mode="parallel", subject="session")
+def dsh_session_flush(session: Session) -> None:
+    """Make everything appended so far durable; awaited at the end of every turn."""
+
+
+# ---------------------------------------------------------------------- tools
+
+
+@hookspec(mode="waterfall", value="decision", subject="execution")
+def dsh_tools_pre_execute(execution: ToolExecution, decision: Allow | Deny | Ask) -> Allow | Deny | Ask | None:
+    """Allow, deny or ask before a tool runs. ``Ask`` goes to ``ctx.approval`` when loaded."""
+
+
+@hookspec(mode="around", subject="execution")
+def dsh_tools_execute(execution: ToolExecution, call_next: Callable[[], Awaitable[ToolResult]]) -> ToolResult:
+    """Wrap the tool body: ``return await call_next()`` runs the rest of the chain."""
+
+
+@hookspec(mode="waterfall", value="decision", subject="execution")
+def dsh_tools_post_execute(
+    execution: ToolExecution, result: ToolResult, decision: Accept | Reject
+) -> Accept | Reject | None:
+    """Accept (optionally replacing content, adding context) or reject a tool's result."""
+
+
+@hookspec(mode="notify", subject="execution")
+def dsh_tools_result(execution: ToolExecution, result: ToolResult) -> None:
+    """The final result of a tool call, after every decision."""
+
