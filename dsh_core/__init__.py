@@ -1,7 +1,28 @@
 """dsh: an extensible LLM agent harness — the vocabulary, the plugin host and the core services."""
 
+from ._agent_types import AgentHandle as AgentHandle
+from ._agent_types import AgentOptions as AgentOptions
+from ._agent_types import TurnOutcome as TurnOutcome
+from ._content import AssistantMessage as AssistantMessage
+from ._content import ContentBlock as ContentBlock
+from ._content import Image as Image
+from ._content import Message as Message
+from ._content import Reasoning as Reasoning
+from ._content import Text as Text
+from ._content import ToolCall as ToolCall
+from ._content import ToolResultMessage as ToolResultMessage
+from ._content import UserMessage as UserMessage
 from ._context import Context as Context
 from ._context import Disposer as Disposer
+from ._decisions import Accept as Accept
+from ._decisions import Allow as Allow
+from ._decisions import Ask as Ask
+from ._decisions import Block as Block
+from ._decisions import ContinuationDecision as ContinuationDecision
+from ._decisions import ContinuationStop as ContinuationStop
+from ._decisions import Deny as Deny
+from ._decisions import Reject as Reject
+from ._decisions import Retry as Retry
 from ._errors import AgentDisposedError as AgentDisposedError
 from ._errors import ConfigError as ConfigError
 from ._errors import DependencyCycleError as DependencyCycleError
@@ -13,25 +34,62 @@ from ._errors import PluginError as PluginError
 from ._errors import ScopeDisposedError as ScopeDisposedError
 from ._errors import VocabularyError as VocabularyError
 from ._host import Harness as Harness
+from ._json import FrozenDict as FrozenDict
+from ._json import JsonValueError as JsonValueError
 from ._markers import hookimpl as hookimpl
 from ._markers import hookspec as hookspec
+from ._session_event import SessionEvent as SessionEvent
+from ._session_event import SurfaceOp as SurfaceOp
 from ._signal import CancelSignal as CancelSignal
+from ._tool_def import Tool as Tool
+from ._tool_def import tool as tool
+from ._tool_types import ToolExecution as ToolExecution
+from ._tool_types import ToolResult as ToolResult
 
 __all__ = [
+    "Accept",
     "AgentDisposedError",
+    "AgentHandle",
+    "AgentOptions",
+    "Allow",
+    "Ask",
+    "AssistantMessage",
+    "Block",
     "CancelSignal",
     "ConfigError",
+    "ContentBlock",
     "Context",
+    "ContinuationDecision",
+    "ContinuationStop",
+    "Deny",
     "DependencyCycleError",
     "Disposer",
     "DshError",
     "DuplicateRegistrationError",
     "EventDataError",
+    "FrozenDict",
     "Harness",
+    "Image",
+    "JsonValueError",
+    "Message",
     "MissingServiceError",
     "PluginError",
+    "Reasoning",
+    "Reject",
+    "Retry",
     "ScopeDisposedError",
+    "SessionEvent",
+    "SurfaceOp",
+    "Text",
+    "Tool",
+    "ToolCall",
+    "ToolExecution",
+    "ToolResult",
+    "ToolResultMessage",
+    "TurnOutcome",
+    "UserMessage",
     "VocabularyError",
     "hookimpl",
     "hookspec",
+    "tool",
 ]

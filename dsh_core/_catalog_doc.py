@@ -44,6 +44,7 @@ def render_event_catalog() -> str:
     specs = _specs()
     for spec, _ in specs:
         mode = spec.mode + (" (a raising listener vetoes)" if spec.vetoes else "")
+        mode += " (sync: `def` listeners only)" if spec.sync else ""
         args = ", ".join(f"`{name}`" for name in spec.argnames)
         value = f"`{spec.value_arg}`" if spec.value_arg else "—"
         lines.append(f"| `{spec.event}` | `{spec.hook}` | {mode} | {args} | {value} |")

@@ -8,24 +8,52 @@ context below it, hear only that agent's events (and those of agents it owns).
 
 from __future__ import annotations
 
+import enum
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import anyio
+import anyio.abc
 
 from ._errors import DuplicateRegistrationError, MissingServiceError, ScopeDisposedError
 
 if TYPE_CHECKING:
     from ._dispatch import Dispatcher
 
-__all__ = ["Context", "Disposer", "Services"]
+__all__ = ["INHERIT", "Context", "Disposer", "Effect", "Services"]
 
 logger = logging.getLogger("dsh.context")
 
 #: Undoes one registration. Idempotent. May be sync or async; ``Context.dispose`` awaits either.
 Disposer: TypeAlias = Callable[[], "None | Awaitable[None]"]
+
+
+class _Inherit(enum.Enum):
+    INHERIT = enum.auto()
+
+
+#: ``Context.child(owner=INHERIT)``: the owner is the nearest agent above the parent context.
+INHERIT: Final = _Inherit.INHERIT
+
+
+class Effect:
+    """The disposer of one registration: call it to undo now, or ``forget()`` it to drop the duty."""
+
+    __slots__ = ("_effects", "_key")
+
+    def __init__(self, effects: dict[int, Disposer], key: int) -> None:
+        self._effects = effects
+        self._key = key
+
+    def __call__(self) -> None | Awaitable[None]:
+        undo = self._effects.pop(self._key, None)
+        return None if undo is None else undo()
+
+    def forget(self) -> None:
+        """Stop tracking the registration without undoing it (its owner undid it some other way)."""
+        self._effects.pop(self._key, None)
 
 
 class Services:
@@ -54,8 +82,10 @@ class Context:
         label: str = "root",
         agent_id: str | None = None,
         config: Any = None,
+        task_group: anyio.abc.TaskGroup | None = None,
     ) -> None:
         self._services = services
+        self._task_group = task_group if task_group is not None or parent is None else parent._task_group
         self._events = events
         self._parent = parent
         self.label = label
@@ -135,10 +165,13 @@ class Context:
     def parent(self) -> Context | None:
         return self._parent
 
-    def child(self, label: str, *, agent_id: str | None = None, config: Any = None) -> Context:
+    def child(
+        self, label: str, *, agent_id: str | None = None, owner: str | None | _Inherit = INHERIT, config: Any = None
+    ) -> Context:
         """A child scope, disposed with this one (before this one's own effects are undone).
 
-        With ``agent_id`` the child is that agent's scope, owned by the nearest agent above it.
+        With ``agent_id`` the child is that agent's scope, owned by ``owner`` (an agent id; by
+        default the nearest agent above this context): the owner's scoped plugins hear it too.
         """
         self._check_open("create a child context")
         child = Context(
@@ -151,20 +184,56 @@ class Context:
         )
         self._children[id(child)] = child
         if agent_id is not None:
-            child.effect(self._events.set_owner(agent_id, self.agent_scope))
+            owner_id = self.agent_scope if isinstance(owner, _Inherit) else owner
+            child.effect(self._events.set_owner(agent_id, owner_id))
         return child
 
-    def effect(self, undo: Disposer) -> Disposer:
+    def effect(self, undo: Disposer) -> Effect:
         """Record ``undo`` to run when this context is disposed; returns an idempotent disposer."""
+        return Effect(self._effects, self._add_effect(undo))
+
+    def _add_effect(self, undo: Disposer) -> int:
         self._check_open("register an effect")
         key = self._next_effect
         self._next_effect += 1
-
-        def dispose() -> None | Awaitable[None]:
-            taken = self._effects.pop(key, None)
-            return None if taken is None else taken()
-
         self._effects[key] = undo
+        return key
+
+    def start_task(self, fn: Callable[..., Awaitable[object]], *args: object, name: str | None = None) -> Disposer:
+        """Run ``fn(*args)`` as a task owned by this context: disposing the context cancels it and waits.
+
+        A failure of the task is logged, never raised into the harness. Returns an async disposer
+        that cancels the task and waits for it to finish.
+        """
+        if self._task_group is None:
+            msg = "cannot start a task: this context does not belong to a running Harness"
+            raise RuntimeError(msg)
+        scope = anyio.CancelScope()
+        finished = anyio.Event()
+        label = name or getattr(fn, "__qualname__", repr(fn))
+
+        async def stop() -> None:
+            scope.cancel()
+            await finished.wait()
+
+        effect = self.effect(stop)
+
+        async def run() -> None:
+            try:
+                with scope:
+                    await fn(*args)
+            except Exception:
+                logger.exception("task %r of context %r failed", label, self.label)
+            finally:
+                finished.set()
+                effect.forget()
+
+        self._task_group.start_soon(run, name=label)
+
+        async def dispose() -> None:
+            effect.forget()
+            await stop()
+
         return dispose
 
     def register_plugin(self, plugin: object, name: str | None = None) -> Disposer:

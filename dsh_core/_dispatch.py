@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+from functools import partial
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
@@ -99,6 +100,7 @@ class Dispatcher:
         if self._has_wrappers(plugin):
             msg = f"plugin {name!r}: pluggy wrappers are not supported; use an 'around' event instead"
             raise TypeError(msg)
+        self._check_sync_listeners(plugin, name)
         self._pm.register(plugin, name=name)
         registration = Registration(plugin, name, scope)
         self._registrations[id(plugin)] = registration
@@ -124,6 +126,17 @@ class Dispatcher:
                 self._owners.pop(agent_id, None)
 
         return forget
+
+    def _check_sync_listeners(self, plugin: object, name: str) -> None:
+        sync_hooks = {spec.hook: spec.event for spec in self._specs.values() if spec.sync}
+        for hook, event in sync_hooks.items():
+            function = getattr(plugin, hook, None)
+            if function is not None and inspect.iscoroutinefunction(function):
+                msg = (
+                    f"plugin {name!r}: {hook} must be a plain 'def': {event!r} fires inside a "
+                    "synchronous call; hand slow work to a task of your own"
+                )
+                raise TypeError(msg)
 
     def _has_wrappers(self, plugin: object) -> bool:
         for name in dir(plugin):
@@ -190,6 +203,21 @@ class Dispatcher:
                     raise
                 logger.exception("plugin %r failed in %s (contained)", impl.registration.name, event)
 
+    def notify_sync(self, event: str, /, **kwargs: Any) -> None:
+        """Call every listener of a ``sync=True`` event from synchronous code; failures are contained."""
+        plan = self._plan(event, "notify")
+        if not plan.impls:
+            return
+        for impl in self._audience(plan, kwargs):
+            if not impl.registration.alive:
+                continue
+            try:
+                impl.function(*[kwargs[name] for name in impl.argnames])
+            except Exception:
+                if plan.spec.vetoes:
+                    raise
+                logger.exception("plugin %r failed in %s (contained)", impl.registration.name, event)
+
     async def waterfall(self, event: str, value: _T, /, **kwargs: Any) -> _T:
         """Thread ``value`` through the listeners; each may return a replacement or ``None``."""
         plan = self._plan(event, "waterfall")
@@ -228,27 +256,31 @@ class Dispatcher:
         if not impls:
             return await inner()
 
-        def link(index: int) -> Callable[[], Awaitable[_T]]:
-            if index == len(impls):
-                return inner
+        count = len(impls)
+
+        async def call_at(index: int) -> _T:
+            if index == count:
+                return await inner()
             impl = impls[index]
-            call_next = link(index + 1)
+            kwargs["call_next"] = partial(call_at, index + 1)  # read into args before the next level
+            result = impl.function(*[kwargs[name] for name in impl.argnames])
+            if impl.is_async or inspect.isawaitable(result):
+                result = await result
+            return result  # type: ignore[no-any-return]
 
-            async def call() -> _T:
-                args = [call_next if name == "call_next" else kwargs[name] for name in impl.argnames]
-                result = impl.function(*args)
-                if impl.is_async or inspect.isawaitable(result):
-                    result = await result
-                return result  # type: ignore[no-any-return]
-
-            return call
-
-        return await link(0)()
+        return await call_at(0)
 
     async def parallel(self, event: str, /, **kwargs: Any) -> None:
         """Await every listener concurrently; the first failure cancels the rest and is raised."""
         plan = self._plan(event, "parallel")
-        impls = [impl for impl in self._audience(plan, kwargs) if impl.registration.alive]
+        impls = []
+        for impl in self._audience(plan, kwargs):
+            if not impl.registration.alive:
+                continue
+            if impl.is_async:
+                impls.append(impl)
+            else:  # a sync listener cannot overlap with anything: run it now, raise at once
+                impl.function(*[kwargs[name] for name in impl.argnames])
         if not impls:
             return
         if len(impls) == 1:

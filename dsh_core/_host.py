@@ -23,6 +23,8 @@ from pathlib import Path
 from types import ModuleType, TracebackType
 from typing import Any
 
+import anyio
+import anyio.abc
 import attrs
 import importlib_metadata
 
@@ -146,6 +148,7 @@ class Harness:
         self._state = _State.NEW
         self._started: list[_Candidate] = []
         self._root: Context | None = None
+        self._tasks: anyio.abc.TaskGroup | None = None
 
     @classmethod
     def from_file(cls, path: str | Path, plugins: Sequence[object] = (), autoload: bool = True) -> Harness:
@@ -189,7 +192,9 @@ class Harness:
             extra = getattr(candidate.plugin, "hookspecs", None)
             if extra is not None:
                 events.add_specs(extra)
-        root = Context(services=Services(), events=events, label="harness")
+        self._tasks = anyio.create_task_group()
+        await self._tasks.__aenter__()
+        root = Context(services=Services(), events=events, label="harness", task_group=self._tasks)
         self._root = root
         try:
             for candidate in ordered:
@@ -343,6 +348,11 @@ class Harness:
                 await candidate.ctx.dispose()
         if self._root is not None:
             await self._root.dispose()
+        if self._tasks is not None:
+            # Every task was started through a context and has been cancelled and awaited above.
+            self._tasks.cancel_scope.cancel()
+            await self._tasks.__aexit__(None, None, None)
+            self._tasks = None
 
 
 def _installed_providers(service: str, installed: Mapping[str, Any]) -> tuple[str, ...]:

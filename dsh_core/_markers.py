@@ -37,6 +37,8 @@ class EventSpec:
     subject_arg: str | None
     #: notify events whose raising listener vetoes the action instead of being contained
     vetoes: bool
+    #: events dispatched synchronously (inside a sync call such as ``Session.append``): ``def`` only
+    sync: bool
     doc: str
     argnames: tuple[str, ...]
 
@@ -57,11 +59,17 @@ def hookspec(
     value: str | None = None,
     subject: str | None = None,
     vetoes: bool = False,
+    sync: bool = False,
 ) -> Callable[[_F], _F]:
     """Declare an event: its hook, its dispatch mode and, for a waterfall, the threaded argument.
 
     ``subject`` names the argument whose agent decides which agent-scoped plugins hear the event.
+    ``sync=True`` (notify only) means the event fires inside synchronous code, so its listeners
+    must be plain ``def`` functions.
     """
+    if sync and mode != "notify":
+        msg = "only notify events can be dispatched synchronously (sync=True)"
+        raise ValueError(msg)
     if mode not in _MODES:
         msg = f"unknown event mode {mode!r}; expected one of {sorted(_MODES)}"
         raise ValueError(msg)
@@ -87,6 +95,7 @@ def hookspec(
             value_arg=value,
             subject_arg=subject,
             vetoes=vetoes,
+            sync=sync,
             doc=inspect.cleandoc(fn.__doc__ or ""),
             argnames=argnames,
         )

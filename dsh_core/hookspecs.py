@@ -55,9 +55,12 @@ def dsh_agent_status(agent: Agent, status: str) -> None:
     """The agent became ``idle``, ``running`` or ``disposed``."""
 
 
-@hookspec(mode="notify", subject="agent")
+@hookspec(mode="notify", subject="agent", sync=True)
 def dsh_agent_queued(agent: Agent, message: Any) -> None:
-    """A ``send`` or ``steer`` was accepted; ``message`` is the frozen record appended as ``inbox/queued``."""
+    """A ``send`` or ``steer`` was accepted; ``message`` is the frozen record appended as ``inbox/queued``.
+
+    Fired synchronously inside ``send``/``steer``: listeners are plain ``def``.
+    """
 
 
 @hookspec(mode="waterfall", value="decision", subject="agent")
@@ -131,9 +134,13 @@ def dsh_session_disposed(session: Session) -> None:
     """A session left the store."""
 
 
-@hookspec(mode="notify", subject="session")
+@hookspec(mode="notify", subject="session", sync=True)
 def dsh_session_event(session: Session, event: SessionEvent) -> None:
-    """An event was committed to a session's log (persistence and UIs follow this)."""
+    """An event was committed to a session's log (persistence and UIs follow this).
+
+    Fired synchronously inside ``Session.append``, in log order: listeners are plain ``def`` and
+    must not append to the same session (hand work to a task instead).
+    """
 
 
 @hookspec(mode="parallel", subject="session")

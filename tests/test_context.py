@@ -155,3 +155,46 @@ async def test_agent_scoped_plugin_hears_only_its_agent() -> None:
     heard.clear()
     await root.events.notify("agent/status", agent=FakeAgent("a"), status="idle")
     assert heard == []
+
+
+async def test_tasks_belong_to_their_context() -> None:
+    """A task started through a context is cancelled and awaited when that context is disposed."""
+    from dsh_core import Harness
+    import anyio
+
+    started = anyio.Event()
+    outcome: list[str] = []
+
+    async def worker() -> None:
+        started.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            outcome.append("cleaned up")
+
+    async with Harness(autoload=False) as root:
+        child = root.child("plugin:worker")
+        child.start_task(worker)
+        await started.wait()
+        await child.dispose()
+        assert outcome == ["cleaned up"]
+
+
+async def test_a_failing_task_is_logged_not_raised(caplog: pytest.LogCaptureFixture) -> None:
+    """A task that raises is logged with its context; the harness keeps running."""
+    from dsh_core import Harness
+    import anyio
+
+    done = anyio.Event()
+
+    async def broken() -> None:
+        try:
+            raise ValueError("task bug")
+        finally:
+            done.set()
+
+    async with Harness(autoload=False) as root:
+        root.child("plugin:x").start_task(broken, name="broken-task")
+        await done.wait()
+        await anyio.lowlevel.checkpoint()
+    assert "broken-task" in caplog.text

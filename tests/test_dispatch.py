@@ -386,3 +386,36 @@ async def test_guards_only_narrow_and_order_never_matters() -> None:
     denied = await check_guards([allow, broken], "ls")
     assert denied is not None
     assert "guard bug" in denied
+
+
+class SyncSpec:
+    @hookspec(mode="notify", subject="agent", sync=True)
+    def dsh_test_synced(self, agent: Any, log: list[str]) -> None: ...
+
+
+def test_sync_event_calls_listeners_inline_and_refuses_async_ones() -> None:
+    """A sync=True event runs from sync code; an async def listener is refused at registration."""
+    events = Dispatcher(new_plugin_manager())
+    events.add_specs(SyncSpec)
+
+    class Good:
+        @hookimpl
+        def dsh_test_synced(self, log: list[str]) -> None:
+            log.append("good")
+
+    class Broken:
+        @hookimpl
+        def dsh_test_synced(self, log: list[str]) -> None:
+            raise RuntimeError("contained")
+
+    class Bad:
+        @hookimpl
+        async def dsh_test_synced(self, log: list[str]) -> None: ...
+
+    events.register(Good(), name="good")
+    events.register(Broken(), name="broken")
+    with pytest.raises(TypeError, match="must be a plain 'def'"):
+        events.register(Bad(), name="bad")
+    log: list[str] = []
+    events.notify_sync("test/synced", agent=A, log=log)
+    assert log == ["good"]

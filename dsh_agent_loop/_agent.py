@@ -1,0 +1,216 @@
+"""The concrete agent: its public verbs (send, steer, inject, cancel, run) and the state the driver reads.
+
+The agent never runs a turn itself: the verbs record what was asked (durably, in the session) and
+wake the driver (``_driver.drive``), which is the only code that opens turns and steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from dsh_core._agent_types import AgentOptions, AgentStatus, TurnOutcome
+from dsh_core._content import AssistantMessage, ContentBlock, UserMessage, new_id
+from dsh_core._errors import AgentDisposedError
+from dsh_core._signal import CancelSignal
+
+from ._header import HeaderLog
+from ._inbox import Inbox, InboxKind, Queued
+
+if TYPE_CHECKING:
+    from dsh_core._content import Message
+    from dsh_core._context import Context
+    from dsh_core._defaults.sessions import Session
+
+__all__ = ["Agent"]
+
+_DEFAULT_SOURCES: dict[str, dict[str, str]] = {
+    "send": {"kind": "user"},
+    "steer": {"kind": "steering"},
+    "inject": {"kind": "context"},
+}
+
+
+class _Waiter:
+    """One ``run()`` call waiting for the turn that consumes its prompt."""
+
+    __slots__ = ("done", "outcome")
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.outcome: TurnOutcome | None = None
+
+    def resolve(self, outcome: TurnOutcome) -> None:
+        if self.outcome is None:
+            self.outcome = outcome
+            self.done.set()
+
+
+class Agent:
+    """One agent: a session, an inbox and a driver. Made only by the agent loop's factory."""
+
+    def __init__(
+        self, *, ctx: Context, session: Session, options: AgentOptions, inbox: Inbox, last_turn: int
+    ) -> None:
+        self._ctx = ctx
+        self._session = session
+        self._options = options
+        self.inbox = inbox
+        self.status_value: AgentStatus = "idle"
+        #: a send (or idle steer) asked the driver to run a turn
+        self.wake_requested = False
+        #: idle injections appended but not yet flushed
+        self.flush_wanted = False
+        #: set by cancel(); the driver drops or aborts exactly one turn, then resets it
+        self.cancel_marker = False
+        #: teardown started: the driver finishes the running turn (ending ``disposed``) and exits
+        self.stopping = False
+        self.turn_signal: CancelSignal | None = None
+        self.last_turn = last_turn
+        self.prefix: tuple[Message, ...] | None = None
+        self.header = HeaderLog()
+        self.wake_event = anyio.Event()
+        self.settled = anyio.Event()
+        self.settled.set()
+        self.waiters: dict[str, _Waiter] = {}
+
+    # ------------------------------------------------------------------ what the Agent protocol exposes
+
+    @property
+    def id(self) -> str:
+        return self._session.id
+
+    @property
+    def session(self) -> Session:
+        return self._session
+
+    @property
+    def options(self) -> AgentOptions:
+        return self._options
+
+    @property
+    def status(self) -> AgentStatus:
+        return self.status_value
+
+    @property
+    def ctx(self) -> Context:
+        return self._ctx
+
+    def send(self, content: str | Sequence[ContentBlock], source: Mapping[str, Any] | None = None) -> str:
+        """Queue a prompt for a turn and wake the driver; returns the queued id.
+
+        The prompt is recorded as ``inbox/queued`` before this returns, so it survives a crash.
+        Bad content raises (``TypeError``/``ValueError``) and nothing is queued.
+        """
+        item = self._accept("send", content, source)
+        self._wake()
+        return item.id
+
+    def steer(self, content: str | Sequence[ContentBlock], source: Mapping[str, Any] | None = None) -> str:
+        """Add steering for the next step of the running turn; while idle, behave like ``send``."""
+        running = self.status_value == "running"
+        item = self._accept("steer" if running else "send", content, source or _DEFAULT_SOURCES["steer"])
+        if not running:
+            self._wake()
+        return item.id
+
+    def inject(self, content: str | Sequence[ContentBlock], source: Mapping[str, Any] | None = None) -> None:
+        """Add model-visible context without waking the driver.
+
+        Running: it lands at the next step. Idle: it is appended to the session at once and
+        flushed durably in the background, riding with the next turn.
+        """
+        if self.status_value == "running" or self.wake_requested:
+            self._accept("inject", content, source)
+            return
+        self._check_alive()
+        message = UserMessage(content=content, source=source or _DEFAULT_SOURCES["inject"])
+        self._session.append("context/message", {"message": message.to_json()})
+        self.flush_wanted = True
+        self._mark_busy()
+        self.wake_event.set()
+
+    def cancel(self) -> None:
+        """Stop the running turn and drop everything queued.
+
+        Idempotent; never raises. The turn ends ``aborted``. Queued prompts are recorded as
+        ``inbox/cleared`` before they are dropped. While idle with nothing queued this is a no-op
+        that arms nothing: the next ``send`` runs normally.
+        """
+        if self.status_value == "disposed":
+            return
+        self._abort("cancelled")
+
+    async def when_idle(self) -> None:
+        """Wait until nothing is running or queued to run. Never raises."""
+        while not self.settled.is_set():
+            await self.settled.wait()
+
+    async def run(
+        self, content: str | Sequence[ContentBlock], source: Mapping[str, Any] | None = None
+    ) -> TurnOutcome:
+        """Send a prompt and wait for the turn that consumes it; returns how that turn ended."""
+        ident = self.send(content, source)
+        waiter = self.waiters[ident] = _Waiter()
+        await waiter.done.wait()
+        assert waiter.outcome is not None
+        return waiter.outcome
+
+    def __repr__(self) -> str:
+        return f"<Agent {self.id!r} {self.status_value}>"
+
+    # ------------------------------------------------------------------ for the driver and the loop
+
+    def _accept(self, kind: InboxKind, content: Any, source: Mapping[str, Any] | None) -> Queued:
+        self._check_alive()
+        message = UserMessage(content=content, source=source or _DEFAULT_SOURCES[kind])
+        item = Queued(new_id(), kind, message)
+        self._session.append("inbox/queued", item.to_json())
+        self.inbox.put(item)
+        self._ctx.events.notify_sync("agent/queued", agent=self, message=item)
+        return item
+
+    def _wake(self) -> None:
+        self.wake_requested = True
+        self._mark_busy()
+        self.wake_event.set()
+
+    def _mark_busy(self) -> None:
+        if self.settled.is_set():
+            self.settled = anyio.Event()
+
+    def _check_alive(self) -> None:
+        if self.stopping or self.status_value == "disposed":
+            msg = f"agent {self.id!r} is disposed; create or resume a new agent to continue its session"
+            raise AgentDisposedError(msg)
+
+    def _abort(self, reason: str) -> None:
+        """Clear the inbox (durably) and abort the turn that is running or about to run."""
+        active = self.status_value == "running" or self.wake_requested
+        cleared = self.inbox.clear()
+        if cleared:
+            self._session.append("inbox/cleared", {"ids": cleared})
+            self.resolve_waiters(cleared, TurnOutcome({"kind": "aborted"}, None))
+        if not active:
+            return
+        self.cancel_marker = True
+        if self.turn_signal is not None:
+            self.turn_signal.cancel(reason)
+
+    def resolve_waiters(self, ids: Sequence[str], outcome: TurnOutcome) -> None:
+        for ident in ids:
+            waiter = self.waiters.pop(ident, None)
+            if waiter is not None:
+                waiter.resolve(outcome)
+
+    def resolve_all_waiters(self, outcome: TurnOutcome) -> None:
+        self.resolve_waiters(list(self.waiters), outcome)
+
+
+def last_assistant_message(messages: Sequence[Message]) -> AssistantMessage | None:
+    for message in reversed(messages):
+        if isinstance(message, AssistantMessage):
+            return message
+    return None

@@ -1,0 +1,200 @@
+"""The run loop: one task per agent that waits for work and drives turns, forever.
+
+Seed 000's lifecycle: idle wait → ``turn/start`` → prompt-submit per queued prompt → steps until
+the turn stops → ``turn/end`` → flush → idle unless more is queued. A raising plugin ends the
+turn (``error``), never this loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import anyio
+import attrs
+
+from dsh_core._agent_types import TurnOutcome
+from dsh_core._content import AssistantMessage, UserMessage
+from dsh_core._decisions import Allow, Block, ContinuationDecision, ContinuationStop
+from dsh_core._llm_types import Failure
+from dsh_core._signal import CancelSignal
+
+from ._agent import Agent
+from ._interrupt import Aborted, check, interruptible
+from ._step import ModelFailed, log_step_items, run_step
+from ._turn_end import TurnEnd, strongest
+
+__all__ = ["drive"]
+
+logger = logging.getLogger("dsh.agent_loop")
+
+#: how long a turn-end flush may take before the driver moves on (a stuck disk must not hang disposal)
+FLUSH_TIMEOUT = 30.0
+
+
+async def drive(agent: Agent) -> None:
+    """Run ``agent`` until its teardown asks the driver to stop."""
+    events = agent.ctx.events
+    while True:
+        agent.cancel_marker = False  # reset once per iteration: a cancel governs exactly one turn
+        if not (agent.wake_requested and agent.inbox.queued) or agent.stopping:
+            agent.wake_requested = False
+            if agent.flush_wanted:
+                agent.flush_wanted = False
+                await _flush(agent)
+            if agent.status_value == "running":
+                agent.status_value = "idle"
+                await events.notify("agent/status", agent=agent, status="idle")
+                continue  # a listener may have sent something
+            if agent.stopping:
+                return
+            if not (agent.wake_requested or agent.flush_wanted):
+                agent.settled.set()
+                agent.wake_event = anyio.Event()
+                await agent.wake_event.wait()
+            continue
+        if agent.cancel_marker:  # right after the idle wait
+            continue
+        if agent.status_value != "running":
+            agent.status_value = "running"
+            await events.notify("agent/status", agent=agent, status="running")
+            if agent.cancel_marker or agent.stopping:  # after the running flip
+                continue
+        await run_turn(agent)
+
+
+async def _flush(agent: Agent) -> None:
+    with anyio.move_on_after(FLUSH_TIMEOUT, shield=True) as scope:
+        try:
+            await agent.ctx.sessions.flush(agent.session)
+        except Exception:
+            logger.exception("agent %r: flushing session failed", agent.id)
+    if scope.cancelled_caught:
+        logger.error("agent %r: flushing session took over %ss; moved on", agent.id, FLUSH_TIMEOUT)
+
+
+@attrs.define
+class _TurnState:
+    turn: int
+    signal: CancelSignal
+    step: int = 0
+    end: TurnEnd | None = None
+    consumed: list[str] = attrs.Factory(list)
+    #: prompts taken from the inbox whose consuming event is not yet logged
+    unlogged: list[str] = attrs.Factory(list)
+    last_message: AssistantMessage | None = None
+
+
+async def run_turn(agent: Agent) -> None:
+    """One turn, error-contained: whatever happens, a started turn gets its ``turn/end``."""
+    session = agent.session
+    turn = agent.last_turn + 1
+    signal = CancelSignal()
+    agent.turn_signal = signal
+    try:
+        session.append("turn/start", {"turn": turn})
+    except Exception as exc:
+        agent.turn_signal = None
+        await agent.ctx.events.notify("agent/error", agent=agent, turn=agent.last_turn, step=0, error=exc)
+        agent.cancel_marker = True  # nothing was consumed; stay idle until the next send
+        agent.wake_requested = False
+        return
+    agent.last_turn = turn
+    state = _TurnState(turn, signal)
+    try:
+        state.end = await _turn_body(agent, state)
+    except Aborted:
+        pass
+    except Exception as exc:
+        failure = exc.failure if isinstance(exc, ModelFailed) else _failure_of(exc)
+        state.end = strongest(state.end, TurnEnd("error", failure=failure))
+        await agent.ctx.events.notify("agent/error", agent=agent, turn=turn, step=state.step, error=exc)
+    except BaseException:  # the harness is shutting down under us: still close the turn
+        _close_turn(agent, state, TurnEnd("disposed"))
+        raise
+    if signal.reason is not None:
+        state.end = strongest(state.end, TurnEnd("disposed" if signal.reason == "disposed" else "aborted"))
+    _close_turn(agent, state, state.end or TurnEnd("completed"))
+    await _flush(agent)
+    agent.turn_signal = None
+    if state.end is not None and state.end.kind == "stopped":
+        discarded = [item.id for item in agent.inbox.take_step() if item.durable]
+        if discarded:
+            session.append("inbox/cleared", {"ids": discarded})
+    else:
+        agent.inbox.requeue_step_items()
+    outcome = TurnOutcome((state.end or TurnEnd("completed")).to_json(), state.last_message)
+    agent.resolve_waiters(state.consumed, outcome)
+
+
+def _close_turn(agent: Agent, state: _TurnState, end: TurnEnd) -> None:
+    state.end = end
+    session = agent.session
+    if state.unlogged:  # taken for this turn but never admitted: say so, so none is pending forever
+        session.append("inbox/cleared", {"ids": state.unlogged})
+        state.unlogged = []
+    session.append("turn/end", {"turn": state.turn, "reason": end.to_json()})
+
+
+async def _turn_body(agent: Agent, state: _TurnState) -> TurnEnd:
+    events = agent.ctx.events
+    session = agent.session
+    signal = state.signal
+    items = agent.inbox.take_queued()
+    state.consumed = [item.id for item in items]
+    state.unlogged = list(state.consumed)
+    admitted = 0
+    with interruptible(signal):
+        for item in items:
+            decision = await events.waterfall(
+                "agent/prompt-submit", Allow(), agent=agent, message=item.message, turn=state.turn
+            )
+            state.unlogged.remove(item.id)
+            if isinstance(decision, Block):
+                session.append(
+                    "prompt/blocked",
+                    {"queued_id": item.id, "reason": decision.reason, "message": item.message.to_json()},
+                )
+                continue
+            admitted += 1
+            session.append("user/message", {"message": item.message.to_json(), "queued_id": item.id})
+            for text in getattr(decision, "additional_context", ()):
+                context = UserMessage(content=text, source={"kind": "context"})
+                session.append("context/message", {"message": context.to_json()})
+    check(signal)
+    if admitted == 0:
+        return TurnEnd("rejected")
+    end: TurnEnd | None = None
+    while True:
+        if agent.cancel_marker:  # before each step
+            raise Aborted("cancelled")
+        check(signal)
+        state.step += 1
+        outcome = await run_step(agent, state.turn, state.step, signal)
+        state.last_message = outcome.message
+        if outcome.max_tokens:
+            end = strongest(end, TurnEnd("max-tokens"))
+        pending = log_step_items(agent, state.turn, state.step)
+        default = ContinuationDecision(action="continue" if outcome.ran_tools else "stop")
+        with interruptible(signal):
+            decision = await events.waterfall(
+                "agent/turn-continuation", default, agent=agent, turn=state.turn, step=state.step
+            )
+        check(signal)
+        if decision.action == "continue" and decision.reason:
+            reason = UserMessage(content=decision.reason, source={"kind": "continuation"})
+            session.append("steering/message", {"message": reason.to_json()})
+            pending = True
+        pending = pending or bool(agent.inbox.step)
+        if agent.cancel_marker:  # at the continuation gate
+            raise Aborted("cancelled")
+        with interruptible(signal):
+            stop = await events.serial("agent/turn-stop", agent=agent, decision=decision, turn=state.turn, step=state.step)
+        check(signal)
+        if isinstance(stop, ContinuationStop):
+            return strongest(end, TurnEnd("stopped", reason=stop.reason))
+        if decision.action == "stop" and not pending:
+            return strongest(end, TurnEnd("completed"))
+
+
+def _failure_of(exc: BaseException) -> Failure:
+    return Failure(message=f"{type(exc).__name__}: {exc}", code="UNKNOWN")
+

@@ -1,0 +1,61 @@
+"""The request header: what a request carries besides history, logged only when it changes.
+
+The first request of an agent instance logs ``request/header`` with every field; a later request
+logs ``request/header-delta`` with the fields that changed, and nothing when none did. Together
+with the log's messages this lets every request be rebuilt from the log alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from dsh_core._content import Message
+from dsh_core._defaults.sessions import Session
+from dsh_core._llm_types import LlmCallConfig
+
+__all__ = ["HeaderLog"]
+
+
+class HeaderLog:
+    """Remembers the last header this agent instance logged; compares by identity first."""
+
+    def __init__(self) -> None:
+        self._config: LlmCallConfig | None = None
+        self._system: str | None = None
+        self._tools: Sequence[Any] | None = None
+        self._prefix: tuple[Message, ...] | None = None
+        self._logged = False
+
+    def record(
+        self,
+        session: Session,
+        config: LlmCallConfig,
+        system: str,
+        tools: Sequence[Any],
+        prefix: tuple[Message, ...],
+    ) -> None:
+        if not self._logged:
+            session.append(
+                "request/header",
+                {
+                    "config": config.to_json(),
+                    "system": system,
+                    "tools": list(tools),
+                    "prefix": [message.to_json() for message in prefix],
+                },
+            )
+            self._logged = True
+        else:
+            delta: dict[str, Any] = {}
+            if config is not self._config and config != self._config:
+                delta["config"] = config.to_json()
+            if system != self._system:
+                delta["system"] = system
+            if tools is not self._tools and tuple(tools) != tuple(self._tools or ()):
+                delta["tools"] = list(tools)
+            if prefix is not self._prefix and prefix != self._prefix:
+                delta["prefix"] = [message.to_json() for message in prefix]
+            if delta:
+                session.append("request/header-delta", delta)
+        self._config, self._system, self._tools, self._prefix = config, system, tools, prefix

@@ -1,0 +1,103 @@
+"""The agent's durable inbox: prompts waiting for a turn, steering and context waiting for a step.
+
+Every accepted item is first recorded in the session as ``inbox/queued``; the event that consumes
+it (``user/message``, ``steering/message``, ``context/message`` or ``prompt/blocked``) carries its
+id, and a cancel records ``inbox/cleared``. So the pending items can be rebuilt from the log alone.
+The inbox knows nothing of models or tools.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Sequence
+from typing import Literal, TypeAlias
+
+import attrs
+
+from dsh_core._content import UserMessage
+from dsh_core._session_event import SessionEvent
+
+__all__ = ["CONSUMING_EVENTS", "Inbox", "InboxKind", "Queued"]
+
+InboxKind: TypeAlias = Literal["send", "steer", "inject"]
+
+#: session events whose data may carry the ``queued_id`` of the inbox item they consume
+CONSUMING_EVENTS = frozenset({"user/message", "steering/message", "context/message", "prompt/blocked"})
+
+
+@attrs.frozen
+class Queued:
+    """One accepted message and how it was sent."""
+
+    id: str
+    kind: InboxKind
+    message: UserMessage
+    #: False for items the loop makes itself (a continuation reason): no inbox/queued record exists
+    durable: bool = True
+
+    def to_json(self) -> dict[str, object]:
+        return {"id": self.id, "kind": self.kind, "message": self.message.to_json()}
+
+
+class Inbox:
+    """Two FIFOs: ``queued`` (prompts for the next turn) and ``step`` (steering and context)."""
+
+    def __init__(self) -> None:
+        self.queued: deque[Queued] = deque()
+        self.step: deque[Queued] = deque()
+
+    def __bool__(self) -> bool:
+        return bool(self.queued or self.step)
+
+    def put(self, item: Queued) -> None:
+        (self.queued if item.kind == "send" else self.step).append(item)
+
+    def take_queued(self) -> list[Queued]:
+        items = list(self.queued)
+        self.queued.clear()
+        return items
+
+    def take_step(self) -> list[Queued]:
+        items = list(self.step)
+        self.step.clear()
+        return items
+
+    def clear(self) -> list[str]:
+        """Drop everything; returns the ids dropped (for the ``inbox/cleared`` record)."""
+        ids = [item.id for item in (*self.step, *self.queued)]
+        self.queued.clear()
+        self.step.clear()
+        return ids
+
+    def requeue_step_items(self) -> None:
+        """At an ordinary turn end, leftover steering waits for the next turn as a prompt would."""
+        while self.step:
+            self.queued.append(attrs.evolve(self.step.popleft(), kind="send"))
+
+    @classmethod
+    def restore(cls, events: Sequence[SessionEvent] | Iterable[SessionEvent]) -> Inbox:
+        """Rebuild the pending items from a log: queued − consumed − cleared, in order.
+
+        A restored agent has no running turn, so pending prompts and steering wait for the next
+        turn, and pending injected context for its first step.
+        """
+        pending: dict[str, Queued] = {}
+        for event in events:
+            kind = event.type
+            if kind == "inbox/queued":
+                data = event.data
+                message = UserMessage.from_json(data["message"], field="inbox/queued.message")
+                # Steering outlives its turn as a prompt; injected context still rides with a step.
+                kind: InboxKind = "inject" if data.get("kind") == "inject" else "send"
+                pending[str(data["id"])] = Queued(str(data["id"]), kind, message)
+            elif kind == "inbox/cleared":
+                for ident in event.data["ids"]:
+                    pending.pop(str(ident), None)
+            elif kind in CONSUMING_EVENTS:
+                queued_id = event.data.get("queued_id")
+                if queued_id is not None:
+                    pending.pop(str(queued_id), None)
+        inbox = cls()
+        for item in pending.values():
+            inbox.put(item)
+        return inbox

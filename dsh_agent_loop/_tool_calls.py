@@ -1,0 +1,148 @@
+"""Running a step's tool calls: in model order, parallel-safe neighbours overlapping, results in order.
+
+Every tool call the model made ends with a ``tool/result``: a cancel gives the calls that never
+started a synthetic ``tool/call`` + ``tool/result`` pair coded ``ABORTED``, and a failing tool
+pipeline (a plugin that raised) closes the calls it left open, so the next request is valid.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import anyio
+
+from dsh_core._content import Text, ToolCall, ToolResultMessage
+from dsh_core._signal import CancelSignal
+from dsh_core._tool_types import ToolErrorCode, ToolExecution, ToolResult
+
+from ._agent import Agent
+
+__all__ = ["run_tool_calls"]
+
+_NOT_STARTED = "Error: the tool call was cancelled before it started; it did not run."
+
+
+async def run_tool_calls(
+    agent: Agent, turn: int, step: int, calls: Sequence[ToolCall], signal: CancelSignal
+) -> list[str]:
+    """Execute ``calls``; returns the additional context their results asked to add."""
+    contexts: list[str] = []
+    started: set[str] = set()
+    finished: set[str] = set()
+    index = 0
+    try:
+        while index < len(calls):
+            if signal.reason is not None:
+                break
+            group = _next_group(agent, calls, index)
+            executions = [_execution(agent, turn, step, call, signal) for call in group]
+            for call in group:
+                _log_call(agent, turn, step, call)
+                started.add(call.id)
+            results = await _execute_group(agent, executions)
+            for call, result in zip(group, results, strict=True):
+                _log_result(agent, turn, step, call, result)
+                finished.add(call.id)
+                contexts.extend(result.additional_context)
+            index += len(group)
+    except BaseException as exc:
+        # A plugin raised inside the pipeline (or the harness is shutting down): close every call.
+        failed = _error(f"Error: the tool pipeline failed ({type(exc).__name__}: {exc}); outcome unknown.", "TOOL_ERROR")
+        _close_calls(agent, turn, step, calls, started, finished, failed)
+        raise
+    _close_calls(agent, turn, step, calls, started, finished, _error(_NOT_STARTED, "ABORTED"))
+    return contexts
+
+
+def _close_calls(
+    agent: Agent,
+    turn: int,
+    step: int,
+    calls: Sequence[ToolCall],
+    started: set[str],
+    finished: set[str],
+    open_result: ToolResult,
+) -> None:
+    """Give every call without a result one: the open ones ``open_result``, the rest ABORTED pairs."""
+    for call in calls:
+        if call.id in finished:
+            continue
+        if call.id not in started:
+            _log_call(agent, turn, step, call)
+            _log_result(agent, turn, step, call, _error(_NOT_STARTED, "ABORTED"))
+        else:
+            _log_result(agent, turn, step, call, open_result)
+
+
+def _next_group(agent: Agent, calls: Sequence[ToolCall], start: int) -> list[ToolCall]:
+    """The call at ``start``, plus the parallel-safe calls right after it if it is parallel-safe."""
+    group = [calls[start]]
+    if not _parallel_safe(agent, calls[start]):
+        return group
+    for call in calls[start + 1 :]:
+        if not _parallel_safe(agent, call):
+            break
+        group.append(call)
+    return group
+
+
+def _parallel_safe(agent: Agent, call: ToolCall) -> bool:
+    tool = agent.ctx.tools.get(call.name, agent)
+    if tool is None:
+        return False
+    try:
+        arguments = json.loads(call.arguments or "{}")
+    except ValueError:
+        return False
+    return isinstance(arguments, Mapping) and bool(tool.is_parallel_safe(arguments))
+
+
+def _execution(agent: Agent, turn: int, step: int, call: ToolCall, signal: CancelSignal) -> ToolExecution:
+    return ToolExecution(
+        call_id=call.id,
+        name=call.name,
+        arguments=call.arguments,
+        agent_id=agent.id,
+        session_id=agent.session.id,
+        turn=turn,
+        step=step,
+        cwd=agent.session.meta.cwd,
+        ctx=agent.ctx,
+        signal=signal,
+    )
+
+
+async def _execute_group(agent: Agent, executions: list[ToolExecution]) -> list[ToolResult]:
+    tools = agent.ctx.tools
+    if len(executions) == 1:
+        return [await tools.execute(executions[0])]
+    results: list[ToolResult | None] = [None] * len(executions)
+
+    async def run(position: int, execution: ToolExecution) -> None:
+        results[position] = await tools.execute(execution)
+
+    async with anyio.create_task_group() as tg:
+        for position, execution in enumerate(executions):
+            tg.start_soon(run, position, execution)
+    return [result for result in results if result is not None]
+
+
+def _error(text: str, code: ToolErrorCode) -> ToolResult:
+    return ToolResult(content=(Text(text),), is_error=True, error_code=code)
+
+
+def _log_call(agent: Agent, turn: int, step: int, call: ToolCall) -> None:
+    agent.session.append(
+        "tool/call",
+        {"turn": turn, "step": step, "call_id": call.id, "name": call.name, "arguments": call.arguments},
+    )
+
+
+def _log_result(agent: Agent, turn: int, step: int, call: ToolCall, result: ToolResult) -> None:
+    message = ToolResultMessage(call_id=call.id, content=result.content, is_error=result.is_error)
+    data: dict[str, Any] = {"turn": turn, "step": step, "message": message.to_json()}
+    if result.error_code is not None:
+        data["error_code"] = result.error_code
+    agent.session.append("tool/result", data)

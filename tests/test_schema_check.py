@@ -1,0 +1,159 @@
+"""Tests for dsh_core._schema_check: the fast acceptor never accepts what jsonschema rejects."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Literal
+
+import attrs
+import jsonschema
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dsh_core._json import thaw_json
+from dsh_core._schema_check import compile_acceptor
+from dsh_core._tool_def import tool
+
+
+class Mode(enum.Enum):
+    ON = "on"
+    ONE = 1
+
+
+@attrs.frozen
+class Inner:
+    n: int
+    tags: list[str] = attrs.field(factory=list)
+
+
+@tool
+def sample(
+    s: str,
+    i: int,
+    f: float,
+    b: bool,
+    o: int | None,
+    lit: Literal["x", 1, True],
+    mode: Mode,
+    xs: list[int],
+    inner: Inner | None = None,
+    m: dict[str, int] | None = None,
+) -> str:
+    return ""
+
+
+SCHEMAS: list[dict[str, Any]] = [
+    thaw_json(sample.parameters),
+    {"type": "object", "properties": {"a": {"enum": [1, "1", None], "type": ["integer", "null"]}}},
+    {
+        "type": "object",
+        "properties": {"a": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "number"}}]}},
+    },
+    {"type": "object", "additionalProperties": {"type": "boolean"}, "required": ["k"]},
+    {
+        "type": "object",
+        "properties": {
+            "i": {"type": "integer"},
+            "f": {"type": "number"},
+            "b": {"type": "boolean"},
+            "s": {"type": "string"},
+            "o": {"type": ["integer", "null"]},
+            "lit": {"enum": [1, "1", True]},
+            "xs": {"type": "array", "items": {"type": "integer"}},
+        },
+        "additionalProperties": False,
+    },
+]
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-3, 3)
+    | st.floats(-3, 3, allow_nan=False)
+    | st.sampled_from(["", "x", "on", "1"]),
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(st.sampled_from(["n", "tags", "k", "z"]), children, max_size=3)
+    ),
+    max_leaves=8,
+)
+field_names = st.sampled_from(["s", "i", "f", "b", "o", "lit", "mode", "xs", "inner", "m", "a", "k", "extra"])
+arguments = st.dictionaries(field_names, json_values, max_size=10)
+# Mostly valid arguments for ``sample``: each field is a plausible value or any JSON at all.
+near_sample = st.fixed_dictionaries(
+    {
+        "s": st.text(max_size=2) | json_values,
+        "i": st.integers(-2, 2) | json_values,
+        "f": st.floats(-2, 2, allow_nan=False) | json_values,
+        "b": st.booleans() | json_values,
+        "o": st.none() | st.integers(-2, 2) | json_values,
+        "lit": st.sampled_from(["x", 1, True, 1.0, "1", False]),
+        "mode": st.sampled_from(["on", 1, True, "ONE", 1.0]),
+        "xs": st.lists(st.integers(-2, 2) | json_values, max_size=3),
+    },
+    optional={
+        "inner": st.none()
+        | st.fixed_dictionaries({"n": st.integers() | json_values}, optional={"tags": json_values}),
+        "m": st.none() | st.dictionaries(st.text(max_size=1), st.integers() | json_values, max_size=2),
+        "extra": json_values,
+    },
+)
+
+
+@pytest.mark.parametrize("schema", SCHEMAS)
+@settings(max_examples=600, deadline=None)
+@given(data=st.data())
+def test_acceptor_is_sound(schema: dict[str, Any], data: st.DataObject) -> None:
+    """Whatever the acceptor accepts, jsonschema accepts too."""
+    own_keys = sorted(schema.get("properties", {})) or ["k", "z"]
+    own = st.dictionaries(st.sampled_from(own_keys), json_values, max_size=3)
+    value = data.draw(st.one_of(own, own, own, arguments))
+    accept = compile_acceptor(schema)
+    assert accept is not None
+    if accept(value):
+        assert jsonschema.Draft202012Validator(schema).is_valid(value), value
+
+
+@settings(max_examples=1000, deadline=None)
+@given(value=near_sample)
+def test_acceptor_is_sound_on_nearly_valid_arguments(value: dict[str, Any]) -> None:
+    """Arguments close to valid exercise every branch; accepted still means valid."""
+    accept = compile_acceptor(SCHEMAS[0])
+    assert accept is not None
+    if accept(value):
+        assert jsonschema.Draft202012Validator(SCHEMAS[0]).is_valid(value), value
+
+
+def test_acceptor_accepts_ordinary_valid_arguments() -> None:
+    """The common case takes the fast path."""
+    accept = compile_acceptor(SCHEMAS[0])
+    assert accept is not None
+    good = {
+        "s": "x",
+        "i": 1,
+        "f": 1,
+        "b": True,
+        "o": None,
+        "lit": 1,
+        "mode": "on",
+        "xs": [1, 2],
+        "inner": {"n": 1},
+    }
+    assert accept(good)
+    assert not accept({**good, "lit": True, "i": True})  # bool is not an integer
+    assert not accept({**good, "extra": 1})
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {"a": {"type": "string", "minLength": 2}}},
+        {"type": "object", "properties": {"a": {"$ref": "#/$defs/x"}}, "$defs": {"x": {}}},
+        {"type": "object", "patternProperties": {"^a": {}}},
+        {"type": "object", "properties": {"t": {"type": "array", "prefixItems": [{}], "items": False}}},
+    ],
+)
+def test_unsupported_keywords_leave_it_to_jsonschema(schema: dict[str, Any]) -> None:
+    """Any keyword outside the subset means no acceptor (the full validator runs)."""
+    assert compile_acceptor(schema) is None
