@@ -62,6 +62,8 @@ async def drive(agent: Agent) -> None:
 
 
 async def _flush(agent: Agent) -> None:
+    if not agent.ctx.events.has_listeners("session/flush"):
+        return  # nothing makes the session durable: no timer to arm
     with anyio.move_on_after(FLUSH_TIMEOUT, shield=True) as scope:
         try:
             await agent.ctx.sessions.flush(agent.session)
@@ -173,21 +175,8 @@ async def _turn_body(agent: Agent, state: _TurnState) -> TurnEnd:
         if outcome.max_tokens:
             end = strongest(end, TurnEnd("max-tokens"))
         pending = log_step_items(agent, state.turn, state.step)
-        default = ContinuationDecision(action="continue" if outcome.ran_tools else "stop")
         with interruptible(signal):
-            decision = await events.waterfall(
-                "agent/turn-continuation", default, agent=agent, turn=state.turn, step=state.step
-            )
-        check(signal)
-        if decision.action == "continue" and decision.reason:
-            reason = UserMessage(content=decision.reason, source={"kind": "continuation"})
-            session.append("steering/message", {"message": reason.to_json()})
-            pending = True
-        pending = pending or bool(agent.inbox.step)
-        if agent.cancel_marker:  # at the continuation gate
-            raise Aborted("cancelled")
-        with interruptible(signal):
-            stop = await events.serial("agent/turn-stop", agent=agent, decision=decision, turn=state.turn, step=state.step)
+            decision, stop, pending = await _continuation(agent, state, outcome.ran_tools, pending)
         check(signal)
         if isinstance(stop, ContinuationStop):
             return strongest(end, TurnEnd("stopped", reason=stop.reason))
@@ -198,3 +187,25 @@ async def _turn_body(agent: Agent, state: _TurnState) -> TurnEnd:
 def _failure_of(exc: BaseException) -> Failure:
     return Failure(message=f"{type(exc).__name__}: {exc}", code="UNKNOWN")
 
+
+
+async def _continuation(
+    agent: Agent, state: _TurnState, ran_tools: bool, steered: bool
+) -> tuple[ContinuationDecision, object, bool]:
+    """The ordinary decision, the steering it leaves pending, and the terminal stop (if any)."""
+    events = agent.ctx.events
+    default = ContinuationDecision(action="continue" if ran_tools else "stop")
+    decision = await events.waterfall(
+        "agent/turn-continuation", default, agent=agent, turn=state.turn, step=state.step
+    )
+    if decision.action == "continue" and decision.reason:
+        reason = UserMessage(content=decision.reason, source={"kind": "continuation"})
+        agent.session.append("steering/message", {"message": reason.to_json()})
+        steered = True
+    pending = steered or bool(agent.inbox.step)
+    if agent.cancel_marker:  # at the continuation gate
+        raise Aborted("cancelled")
+    stop = await events.serial(
+        "agent/turn-stop", agent=agent, decision=decision, turn=state.turn, step=state.step
+    )
+    return decision, stop, pending

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-import attrs
+from typing import Any
+
 import anyio
+import anyio.lowlevel
+import attrs
 
 from dsh_core._assembler import BlockAssembler
 from dsh_core._content import AssistantMessage, UserMessage
 from dsh_core._decisions import Retry
 from dsh_core._defaults.agents import assemble_context_for
-from dsh_core._llm_types import Failure, LlmCallConfig, LlmRequest
+from dsh_core._json import frozen_trusted
+from dsh_core._llm_types import Failure, Finish, LlmCallConfig, LlmRequest, Usage
 from dsh_core._signal import CancelSignal
 
 from ._agent import Agent
@@ -64,33 +68,79 @@ def _call_config(agent: Agent) -> LlmCallConfig:
     )
 
 
+class _Attempt:
+    """What the model has streamed so far in this step (kept if the step is cancelled)."""
+
+    __slots__ = ("assembler",)
+
+    def __init__(self) -> None:
+        self.assembler: BlockAssembler | None = None
+
+
 async def run_step(agent: Agent, turn: int, step: int, signal: CancelSignal) -> StepOutcome:
+    """One step. Everything up to the assistant message runs in one scope that ``cancel()`` cancels;
+    the tool calls run outside it and see the cancel through the signal, so each one still ends
+    with a result."""
+    session = agent.session
+    log_step_items(agent, turn, step)
+    attempt = _Attempt()
+    with interruptible(signal):
+        message, finish, usage = await _call_model(agent, turn, step, signal, attempt)
+    if signal.reason is not None:
+        _keep_interrupted(agent, turn, step, attempt.assembler)
+        check(signal)
+    data: dict[str, Any] = {"turn": turn, "step": step, "message": message.to_json()}
+    if usage is not None:
+        data["usage"] = usage.to_json()
+    session.append("assistant/message", data)
+    max_tokens = finish == "max-tokens"
+    calls = () if max_tokens else message.tool_calls
+    if calls:
+        contexts = await run_tool_calls(agent, turn, step, calls, signal)
+        for text in contexts:
+            context = UserMessage(content=text, source={"kind": "context"})
+            session.append("context/message", {"message": context.to_json()})
+    return StepOutcome(message=message, ran_tools=bool(calls), max_tokens=max_tokens)
+
+
+def _keep_interrupted(agent: Agent, turn: int, step: int, assembler: BlockAssembler | None) -> None:
+    """Text the user already saw streaming stays in the history, marked interrupted (no tool calls)."""
+    if assembler is None:
+        return
+    partial = assembler.interrupted()
+    if not partial.content:
+        return
+    data: dict[str, Any] = {"turn": turn, "step": step, "message": partial.to_json(), "interrupted": True}
+    if assembler.usage is not None:
+        data["usage"] = assembler.usage.to_json()
+    agent.session.append("assistant/message", data)
+
+
+async def _call_model(
+    agent: Agent, turn: int, step: int, signal: CancelSignal, attempt: _Attempt
+) -> tuple[AssistantMessage, str, Usage | None]:
+    """Prompt, pre-step, request, stream (retrying as ``agent/request-error`` says), step result."""
     ctx = agent.ctx
     events = ctx.events
     session = agent.session
-    log_step_items(agent, turn, step)
     prompt = ctx.system_prompt
-    with interruptible(signal):
-        assembly = await prompt.assemble(assemble_context_for(agent))
-        if agent.prefix is None:
-            agent.prefix = tuple(await events.waterfall("agent/session-prefix", (), agent=agent))
-        prefix = agent.prefix
-        await events.serial("agent/pre-step", agent=agent, turn=turn, step=step, prefix=prefix, signal=signal)
-    check(signal)
+    assembly = await prompt.assemble(assemble_context_for(agent))
+    if agent.prefix is None:
+        agent.prefix = tuple(await events.waterfall("agent/session-prefix", (), agent=agent))
+    prefix = agent.prefix
+    await events.serial("agent/pre-step", agent=agent, turn=turn, step=step, prefix=prefix, signal=signal)
     system = prompt.render(assembly)
     boundary = session.derive_messages()
     session.append("step/start", {"turn": turn, "step": step})
-    with interruptible(signal):
-        config = await events.waterfall(
-            "agent/request", _call_config(agent), agent=agent, turn=turn, step=step, signal=signal
-        )
-    check(signal)
+    config = await events.waterfall(
+        "agent/request", _call_config(agent), agent=agent, turn=turn, step=step, signal=signal
+    )
     tools = ctx.tools.schemas(agent)
     agent.header.record(session, config, system, tools, prefix)
     request = LlmRequest(
         provider=config.provider,
         model=config.model,
-        messages=tuple(boundary) if not prefix else (*prefix, *boundary),
+        messages=boundary if not prefix else (*prefix, *boundary),
         system=system or None,
         tools=tuple(tools),
         max_tokens=config.max_tokens,
@@ -100,56 +150,40 @@ async def run_step(agent: Agent, turn: int, step: int, signal: CancelSignal) -> 
         signal=signal,
     )
     llm = ctx.llm
-    attempt = 1
+    append = session.append
+    number = 1
     while True:
-        assembler = BlockAssembler(provider=config.provider, model=config.model)
-        append = session.append
+        assembler = attempt.assembler = BlockAssembler(provider=config.provider, model=config.model)
         add = assembler.add
-        with interruptible(signal):
-            async for chunk in llm.stream(request):
+        async for chunk in llm.stream(request):
+            if type(chunk) is Finish:
                 append("assistant/chunk", {"turn": turn, "step": step, "chunk": chunk.to_json()})
-                add(chunk)
-        if signal.reason is not None:
-            partial = assembler.interrupted()
-            if partial.content:
-                data = {"turn": turn, "step": step, "message": partial.to_json(), "interrupted": True}
-                if assembler.usage is not None:
-                    data["usage"] = assembler.usage.to_json()
-                session.append("assistant/message", data)
-            check(signal)
+            else:  # deltas and usage hold only validated scalars: skip the deep freeze
+                frozen = frozen_trusted(chunk.to_json())
+                append("assistant/chunk", frozen_trusted({"turn": turn, "step": step, "chunk": frozen}))
+            add(chunk)
         finish = assembler.finish
         if finish is not None and finish.reason not in ("error", "aborted"):
             break
         failure = (finish.error if finish is not None else None) or Failure(
             message="the model stream ended without a finish", code="EMPTY_RESPONSE"
         )
-        with interruptible(signal):
-            decision = await events.waterfall(
-                "agent/request-error",
-                None,
-                agent=agent,
-                failure=failure,
-                turn=turn,
-                step=step,
-                attempt=attempt,
-                signal=signal,
-            )
-            if isinstance(decision, Retry) and decision.delay > 0:
-                await anyio.sleep(decision.delay)
-        check(signal)
+        decision = await events.waterfall(
+            "agent/request-error",
+            None,
+            agent=agent,
+            failure=failure,
+            turn=turn,
+            step=step,
+            attempt=number,
+            signal=signal,
+        )
         if not isinstance(decision, Retry):
+            if signal.reason is not None:
+                await anyio.lowlevel.checkpoint()  # the cancel, not the failure, ends this turn
             raise ModelFailed(failure)
-        attempt += 1
+        if decision.delay > 0:
+            await anyio.sleep(decision.delay)
+        number += 1
     message = await events.waterfall("agent/step-result", assembler.message(), agent=agent, turn=turn, step=step)
-    data = {"turn": turn, "step": step, "message": message.to_json()}
-    if assembler.usage is not None:
-        data["usage"] = assembler.usage.to_json()
-    session.append("assistant/message", data)
-    max_tokens = finish.reason == "max-tokens"
-    calls = () if max_tokens else message.tool_calls
-    if calls:
-        contexts = await run_tool_calls(agent, turn, step, calls, signal)
-        for text in contexts:
-            context = UserMessage(content=text, source={"kind": "context"})
-            session.append("context/message", {"message": context.to_json()})
-    return StepOutcome(message=message, ran_tools=bool(calls), max_tokens=max_tokens)
+    return message, finish.reason, assembler.usage

@@ -183,6 +183,11 @@ class Dispatcher:
             impl for impl in plan.impls if impl.registration.scope is None or impl.registration.scope in concerned
         )
 
+    def has_listeners(self, event: str) -> bool:
+        """Whether any plugin listens to ``event`` (lets callers skip preparing costly arguments)."""
+        spec = self._specs.get(event)
+        return spec is not None and bool(self._plan(event, spec.mode).impls)
+
     # ------------------------------------------------------------------ the modes
 
     async def notify(self, event: str, /, **kwargs: Any) -> None:

@@ -12,7 +12,7 @@ a ``type``: ``text-delta``, ``reasoning-delta``, ``tool-call-delta``, ``usage``,
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, Final, Literal, Protocol, TypeAlias, runtime_checkable
 
 import attrs
@@ -55,6 +55,7 @@ __all__ = [
     "LlmRequest",
     "ModelInfo",
     "PollableSignal",
+    "TrustedMessages",
     "ReasoningDelta",
     "TextDelta",
     "ToolCallDelta",
@@ -460,18 +461,31 @@ class PollableSignal(Protocol):
 _MESSAGE_TYPES: Final[frozenset[type]] = frozenset({UserMessage, AssistantMessage, ToolResultMessage})
 
 
-def _to_messages(value: object) -> tuple[Message, ...]:
+class TrustedMessages(Sequence["Message"]):
+    """A read-only sequence of messages that were validated on their way in (a session's log).
+
+    ``LlmRequest`` keeps such a sequence as it is instead of copying and re-checking it, so that
+    building a request costs the same at message 10 and at message 10,000.
+    """
+
+    __slots__ = ()
+
+
+def _to_messages(value: object) -> Sequence[Message]:
+    if isinstance(value, TrustedMessages):
+        return value
     if not isinstance(value, list | tuple):
         msg = f"LlmRequest.messages must be a sequence of messages, got {type(value).__name__}"
         raise TypeError(msg)
     messages = tuple(value)
-    for index, message in enumerate(messages):
-        if type(message) not in _MESSAGE_TYPES:
-            msg = (
-                f"LlmRequest.messages[{index}] must be a UserMessage, AssistantMessage or "
-                f"ToolResultMessage, got {type(message).__name__}"
-            )
-            raise TypeError(msg)
+    if not set(map(type, messages)) <= _MESSAGE_TYPES:
+        for index, message in enumerate(messages):
+            if type(message) not in _MESSAGE_TYPES:
+                msg = (
+                    f"LlmRequest.messages[{index}] must be a UserMessage, AssistantMessage or "
+                    f"ToolResultMessage, got {type(message).__name__}"
+                )
+                raise TypeError(msg)
     return messages
 
 
@@ -501,7 +515,7 @@ def _check_tool(schema: Mapping[str, Any], where: str) -> None:
 
 
 def _optional_signal(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and not isinstance(value, PollableSignal):
+    if value is not None and not hasattr(value, "cancelled"):  # isinstance on a Protocol is slow
         kind = type(value).__name__
         msg = f"LlmRequest.signal must have a 'cancelled' attribute (a CancelSignal), got {kind}"
         raise TypeError(msg)
@@ -519,7 +533,7 @@ class LlmRequest:
 
     provider: str = attrs.field(validator=validate_str)
     model: str = attrs.field(validator=validate_str)
-    messages: tuple[Message, ...] = attrs.field(converter=_to_messages)
+    messages: Sequence[Message] = attrs.field(converter=_to_messages)
     system: str | None = attrs.field(default=None, validator=validate_optional_str)
     tools: tuple[FrozenDict, ...] = attrs.field(default=(), converter=_to_tools)
     max_tokens: int | None = attrs.field(default=None, validator=_optional_positive)

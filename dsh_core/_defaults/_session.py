@@ -43,6 +43,7 @@ from .._json import (
     refuse,
     thaw_json,
 )
+from .._llm_types import TrustedMessages
 from .._session_event import SURFACE_EVENT_TYPES, SessionEvent, SurfaceOp
 
 if TYPE_CHECKING:
@@ -175,12 +176,13 @@ class _EventLog(Sequence[SessionEvent]):
         return f"<session events: {len(self._log)}>"
 
 
-class _MessageView(Sequence[Message]):
+class _MessageView(TrustedMessages):
     """The result of ``derive_messages()``: an immutable, O(1)-to-make snapshot of the messages.
 
     It reads the slice ``[start, stop)`` of a list that the session only ever extends beyond
     ``stop`` (a surface replace builds a new list), so the snapshot never changes. It compares
-    equal to a tuple or list with the same messages, and ``prefix + view`` gives a tuple.
+    equal to a tuple or list with the same messages, and ``prefix + view`` gives a tuple. Being a
+    ``TrustedMessages``, it goes into an ``LlmRequest`` as it is, without a copy.
     """
 
     __slots__ = ("_items", "_start", "_stop")
