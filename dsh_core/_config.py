@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 import attrs
 import cattrs
+from cattrs.v import format_exception
 
 from ._errors import ConfigError
 
@@ -48,7 +49,7 @@ def structure_config(cls: type[_C], raw: object, *, source: str, path: str) -> _
     try:
         return _converter.structure(dict(raw), cls)
     except Exception as exc:
-        problems = cattrs.transform_error(exc, path=f"$.{path}")
+        problems = cattrs.transform_error(exc, path=f"$.{path}", format_exception=_describe)
         lines = []
         first_path = path
         for problem in problems:
@@ -59,6 +60,13 @@ def structure_config(cls: type[_C], raw: object, *, source: str, path: str) -> _
             lines.append(f"{source}: {dotted}: {_plain(what or problem)}")
         msg = "\n".join(lines) or f"{source}: {path}: {exc}"
         raise ConfigError(msg, source=source, path=first_path) from None
+
+
+def _describe(exc: BaseException, expected: type | None) -> str:
+    """cattrs' wording, but a validator's own message (``ValueError("must be >= 1")``) is kept."""
+    if type(exc) is ValueError and exc.args:
+        return str(exc)
+    return format_exception(exc, expected)
 
 
 def _plain(problem: str) -> str:

@@ -272,3 +272,25 @@ def test_bad_toml_names_the_file(tmp_path: Path) -> None:
     path.write_text("[plugins\n")
     with pytest.raises(ConfigError, match="dsh.toml: not valid TOML"):
         Harness.from_file(path)
+
+
+@attrs.frozen
+class Bounded:
+    retries: int = attrs.field(default=1)
+
+    @retries.validator
+    def _positive(self, attribute: Any, value: int) -> None:
+        if value < 1:
+            raise ValueError(f"must be at least 1, got {value}")
+
+
+class BoundedPlugin:
+    name = "bounded"
+    Config = Bounded
+
+
+async def test_a_validator_message_reaches_the_user() -> None:
+    """A Config validator's ValueError text is reported, not a generic 'invalid value'."""
+    with pytest.raises(ConfigError, match=r"dsh.toml: plugins.bounded(.retries)?: must be at least 1, got 0"):
+        async with Harness({"plugins": {"bounded": {"retries": 0}}}, plugins=[BoundedPlugin()], autoload=False, source="dsh.toml"):
+            pass

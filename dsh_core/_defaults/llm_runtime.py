@@ -18,6 +18,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import AsyncGenerator, Callable
+from types import AsyncGeneratorType
 from typing import TYPE_CHECKING, Final
 
 import anyio
@@ -283,9 +284,10 @@ def _settle(finish: Finish, signal: object) -> Finish:
 
 
 async def _close(chunks: object) -> None:
+    """Close the adapter's stream, shielded and time-limited; a stream that already ended is left."""
     aclose: Callable[[], object] | None = getattr(chunks, "aclose", None)
-    if aclose is None:
-        return
+    if aclose is None or (isinstance(chunks, AsyncGeneratorType) and chunks.ag_frame is None):
+        return  # nothing to close (a generator that raised or returned is finished already)
     with anyio.move_on_after(CLOSE_TIMEOUT, shield=True):
         try:
             result = aclose()
