@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from dsh_core._agent_types import AgentOptions, AgentStatus, TurnOutcome
-from dsh_core._content import AssistantMessage, ContentBlock, UserMessage, new_id
+from dsh_core._content import AssistantMessage, Image, Text, UserMessage, new_id
 from dsh_core._errors import AgentDisposedError
 from dsh_core._signal import CancelSignal
 
@@ -98,7 +98,7 @@ class Agent:
     def ctx(self) -> Context:
         return self._ctx
 
-    def send(self, content: str | Sequence[ContentBlock], source: Mapping[str, Any] | None = None) -> str:
+    def send(self, content: str | Sequence[Text | Image], source: Mapping[str, Any] | None = None) -> str:
         """Queue a prompt for a turn and wake the driver; returns the queued id.
 
         The prompt is recorded as ``inbox/queued`` before this returns, so it survives a crash.
@@ -108,7 +108,7 @@ class Agent:
         self._wake()
         return item.id
 
-    def steer(self, content: str | Sequence[ContentBlock], source: Mapping[str, Any] | None = None) -> str:
+    def steer(self, content: str | Sequence[Text | Image], source: Mapping[str, Any] | None = None) -> str:
         """Add steering for the next step of the running turn; while idle, behave like ``send``."""
         running = self.status_value == "running"
         item = self._accept("steer" if running else "send", content, source or _DEFAULT_SOURCES["steer"])
@@ -116,7 +116,7 @@ class Agent:
             self._wake()
         return item.id
 
-    def inject(self, content: str | Sequence[ContentBlock], source: Mapping[str, Any] | None = None) -> None:
+    def inject(self, content: str | Sequence[Text | Image], source: Mapping[str, Any] | None = None) -> None:
         """Add model-visible context without waking the driver.
 
         Running: it lands at the next step. Idle: it is appended to the session at once and
@@ -149,7 +149,7 @@ class Agent:
             await self.settled.wait()
 
     async def run(
-        self, content: str | Sequence[ContentBlock], source: Mapping[str, Any] | None = None
+        self, content: str | Sequence[Text | Image], source: Mapping[str, Any] | None = None
     ) -> TurnOutcome:
         """Send a prompt and wait for the turn that consumes it; returns how that turn ended."""
         ident = self.send(content, source)

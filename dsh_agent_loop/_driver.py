@@ -146,19 +146,19 @@ async def _turn_body(agent: Agent, state: _TurnState) -> TurnEnd:
     admitted = 0
     with interruptible(signal):
         for item in items:
-            decision = await events.waterfall(
+            verdict: Allow | Block = await events.waterfall(
                 "agent/prompt-submit", Allow(), agent=agent, message=item.message, turn=state.turn
             )
             state.unlogged.remove(item.id)
-            if isinstance(decision, Block):
+            if isinstance(verdict, Block):
                 session.append(
                     "prompt/blocked",
-                    {"queued_id": item.id, "reason": decision.reason, "message": item.message.to_json()},
+                    {"queued_id": item.id, "reason": verdict.reason, "message": item.message.to_json()},
                 )
                 continue
             admitted += 1
             session.append("user/message", {"message": item.message.to_json(), "queued_id": item.id})
-            for text in getattr(decision, "additional_context", ()):
+            for text in verdict.additional_context:
                 context = UserMessage(content=text, source={"kind": "context"})
                 session.append("context/message", {"message": context.to_json()})
     check(signal)

@@ -9,8 +9,8 @@ The inbox knows nothing of models or tools.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Sequence
-from typing import Literal, TypeAlias
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal, TypeAlias
 
 import attrs
 
@@ -84,17 +84,17 @@ class Inbox:
         pending: dict[str, Queued] = {}
         for event in events:
             kind = event.type
+            data: Mapping[str, Any] = event.data
             if kind == "inbox/queued":
-                data = event.data
                 message = UserMessage.from_json(data["message"], field="inbox/queued.message")
                 # Steering outlives its turn as a prompt; injected context still rides with a step.
-                kind: InboxKind = "inject" if data.get("kind") == "inject" else "send"
-                pending[str(data["id"])] = Queued(str(data["id"]), kind, message)
+                queued_kind: InboxKind = "inject" if data.get("kind") == "inject" else "send"
+                pending[str(data["id"])] = Queued(str(data["id"]), queued_kind, message)
             elif kind == "inbox/cleared":
-                for ident in event.data["ids"]:
+                for ident in data["ids"]:
                     pending.pop(str(ident), None)
             elif kind in CONSUMING_EVENTS:
-                queued_id = event.data.get("queued_id")
+                queued_id = data.get("queued_id")
                 if queued_id is not None:
                     pending.pop(str(queued_id), None)
         inbox = cls()

@@ -323,7 +323,8 @@ class AgentLoop:
 def _last_turn(events: Sequence[SessionEvent]) -> int:
     for event in reversed(events):
         if event.type == "turn/start":
-            return int(event.data["turn"])
+            turn = event.data["turn"]
+            return turn if isinstance(turn, int) else 0
     return 0
 
 

@@ -43,7 +43,7 @@ def log_step_items(agent: Agent, turn: int, step: int) -> bool:
     items = agent.inbox.take_step()
     steered = False
     for item in items:
-        data = {"message": item.message.to_json()}
+        data: dict[str, Any] = {"message": item.message.to_json()}
         if item.durable:
             data["queued_id"] = item.id
         if item.kind == "inject":
@@ -168,7 +168,7 @@ async def _call_model(
         failure = (finish.error if finish is not None else None) or Failure(
             message="the model stream ended without a finish", code="EMPTY_RESPONSE"
         )
-        decision = await events.waterfall(
+        decision: Retry | None = await events.waterfall(
             "agent/request-error",
             None,
             agent=agent,

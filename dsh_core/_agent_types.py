@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, TypeAlias
 
 import attrs
 
+from ._content import AssistantMessage, Image, Text
+
 if TYPE_CHECKING:
-    from ._content import AssistantMessage, ContentBlock
     from ._context import Context
     from ._defaults.sessions import Session
 
@@ -46,10 +47,10 @@ class TurnOutcome:
         """The text of the final assistant message ('' when there is none)."""
         if self.message is None:
             return ""
-        return "".join(getattr(block, "text", "") for block in self.message.content if type(block).__name__ == "Text")
+        return "".join(block.text for block in self.message.content if isinstance(block, Text))
 
 
-Content: TypeAlias = "str | Sequence[ContentBlock]"
+Content: TypeAlias = "str | Sequence[Text | Image]"
 
 
 class Agent(Protocol):

@@ -27,7 +27,7 @@ def _strict_converter() -> cattrs.Converter:
             if type(value) not in accepted:
                 msg = f"expected {kind.__name__}, got {type(value).__name__} {value!r}"
                 raise TypeError(msg)
-            return kind(value) if kind is float else value
+            return float(value) if kind is float else value  # type: ignore[arg-type]  # checked above
 
         converter.register_structure_hook(kind, structure)
 
@@ -50,7 +50,7 @@ def structure_config(cls: type[_C], raw: object, *, source: str, path: str) -> _
         return _converter.structure(dict(raw), cls)
     except Exception as exc:
         problems = cattrs.transform_error(exc, path=f"$.{path}", format_exception=_describe)
-        lines = []
+        lines: list[str] = []
         first_path = path
         for problem in problems:
             what, _, where = problem.rpartition(" @ ")

@@ -85,7 +85,9 @@ class Context:
         task_group: anyio.abc.TaskGroup | None = None,
     ) -> None:
         self._services = services
-        self._task_group = task_group if task_group is not None or parent is None else parent._task_group
+        self._task_group: anyio.abc.TaskGroup | None = (
+            task_group if task_group is not None or parent is None else parent._task_group
+        )
         self._events = events
         self._parent = parent
         self.label = label

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+from types import ModuleType
 from functools import partial
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
@@ -82,7 +83,7 @@ class Dispatcher:
 
     # ------------------------------------------------------------------ catalog and registry
 
-    def add_specs(self, module_or_class: object) -> None:
+    def add_specs(self, module_or_class: ModuleType | type) -> None:
         """Declare the events found on ``module_or_class`` (functions marked with ``@hookspec``)."""
         self._pm.add_hookspecs(module_or_class)
         for name in dir(module_or_class):

@@ -99,7 +99,7 @@ def hookspec(
             doc=inspect.cleandoc(fn.__doc__ or ""),
             argnames=argnames,
         )
-        return _pluggy_hookspec(fn)  # type: ignore[no-any-return]
+        return _pluggy_hookspec(fn)
 
     return mark
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 import attrs
 
 if TYPE_CHECKING:
-    from ._content import ContentBlock
+    from ._content import Image, Text
     from ._context import Context
     from ._signal import CancelSignal
 
@@ -51,7 +51,7 @@ class ToolExecution:
 class ToolResult:
     """The outcome of one tool call. ``error_code`` is set on every error result."""
 
-    content: tuple[ContentBlock, ...]
+    content: tuple[Text | Image, ...]
     is_error: bool = False
     error_code: ToolErrorCode | None = None
     additional_context: tuple[str, ...] = ()

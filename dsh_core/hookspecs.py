@@ -157,7 +157,9 @@ def dsh_tools_pre_execute(execution: ToolExecution, decision: Allow | Deny | Ask
 
 
 @hookspec(mode="around", subject="execution")
-def dsh_tools_execute(execution: ToolExecution, call_next: Callable[[], Awaitable[ToolResult]]) -> ToolResult:
+def dsh_tools_execute(  # type: ignore[empty-body]  # a spec: the listeners return the result
+    execution: ToolExecution, call_next: Callable[[], Awaitable[ToolResult]]
+) -> ToolResult:
     """Wrap the tool body: ``return await call_next()`` runs the rest of the chain."""
 
 

@@ -421,14 +421,14 @@ class Session:
 
         return remove
 
-    def _commit(self, event_type: str, data: Mapping[str, Any], *, at: float | None = None) -> SessionEvent:
+    def _commit(self, event_type: str, data: Mapping[str, Any]) -> SessionEvent:
         """Build and admit one event (a seed pair); ``append`` inlines the same steps."""
         if event_type.__class__ is not str:
             msg = (
                 f"session event type must be a str such as 'turn/start', got {event_type.__class__.__name__}"
             )
             raise TypeError(msg)
-        event = SessionEvent(event_type, len(self._log), time.time() if at is None else at, data)
+        event = SessionEvent(event_type, len(self._log), time.time(), data)
         return self._admit(event, validate=True)
 
     def _admit(self, event: SessionEvent, *, validate: bool) -> SessionEvent:

@@ -80,8 +80,8 @@ class SessionStore:
         ``seed`` (``SessionEvent``s numbered from 0, or ``(type, data)`` pairs) becomes the first
         events, each checked like an append (without validators; nothing is published).
         ``meta`` is a ``SessionMeta`` or its JSON (a mapping, whose ``seed_length`` defaults to
-        the seed's length); no meta means ``SessionMeta(seed_length=len(seed))``. Two prepares of one id may
-        coexist; ``enter`` decides which one goes live.
+        the seed's length); no meta means ``SessionMeta(seed_length=len(seed))``. Two prepares of
+        one id may coexist; ``enter`` decides which one goes live.
 
         :raises TypeError: for an id, meta or seed item of the wrong type.
         :raises ValueError: for an empty id, or ``meta.seed_length`` beyond the seed
@@ -163,7 +163,7 @@ class SessionStore:
             entry.detach = None
             if state.sessions.get(session.id) is entry:
                 del state.sessions[session.id]
-            session._dispatcher = None
+                session._dispatcher = None
             await events.notify("session/disposed", session=session)
 
         release = detach if self._ctx is None else _awaiting(self._ctx.effect(detach))
