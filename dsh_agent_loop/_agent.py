@@ -108,6 +108,13 @@ class Agent:
         self._wake()
         return item.id
 
+    def _send_awaited(self, content: Any, source: Mapping[str, Any] | None) -> _Waiter:
+        """``send`` whose waiter exists before ``agent/queued`` fires (a listener may cancel)."""
+        waiter = _Waiter()
+        self._accept("send", content, source, waiter)
+        self._wake()
+        return waiter
+
     def steer(self, content: str | Sequence[Text | Image], source: Mapping[str, Any] | None = None) -> str:
         """Add steering for the next step of the running turn; while idle, behave like ``send``."""
         running = self.status_value == "running"
@@ -152,8 +159,7 @@ class Agent:
         self, content: str | Sequence[Text | Image], source: Mapping[str, Any] | None = None
     ) -> TurnOutcome:
         """Send a prompt and wait for the turn that consumes it; returns how that turn ended."""
-        ident = self.send(content, source)
-        waiter = self.waiters[ident] = _Waiter()
+        waiter = self._send_awaited(content, source)
         await waiter.done.wait()
         assert waiter.outcome is not None
         return waiter.outcome
@@ -163,12 +169,16 @@ class Agent:
 
     # ------------------------------------------------------------------ for the driver and the loop
 
-    def _accept(self, kind: InboxKind, content: Any, source: Mapping[str, Any] | None) -> Queued:
+    def _accept(
+        self, kind: InboxKind, content: Any, source: Mapping[str, Any] | None, waiter: _Waiter | None = None
+    ) -> Queued:
         self._check_alive()
         message = UserMessage(content=content, source=source or _DEFAULT_SOURCES[kind])
         item = Queued(new_id(), kind, message)
         self._session.append("inbox/queued", item.to_json())
         self.inbox.put(item)
+        if waiter is not None:
+            self.waiters[item.id] = waiter
         self._ctx.events.notify_sync("agent/queued", agent=self, message=item)
         return item
 
@@ -192,7 +202,8 @@ class Agent:
         cleared = self.inbox.clear()
         if cleared:
             self._session.append("inbox/cleared", {"ids": cleared})
-            self.resolve_waiters(cleared, TurnOutcome({"kind": "aborted"}, None))
+            kind = "disposed" if reason == "disposed" else "aborted"
+            self.resolve_waiters(cleared, TurnOutcome({"kind": kind}, None))
         if not active:
             return
         self.cancel_marker = True

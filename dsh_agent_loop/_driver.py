@@ -118,11 +118,11 @@ async def run_turn(agent: Agent) -> None:
     await _flush(agent)
     agent.turn_signal = None
     if state.end is not None and state.end.kind == "stopped":
-        discarded = [item.id for item in agent.inbox.take_step() if item.durable]
+        discarded = [item.id for item in agent.inbox.drop_steering() if item.durable]
         if discarded:
             session.append("inbox/cleared", {"ids": discarded})
-    else:
-        agent.inbox.requeue_step_items()
+    elif agent.inbox.requeue_steering():
+        agent.wake_requested = True  # leftover steering runs as the next turn
     outcome = TurnOutcome((state.end or TurnEnd("completed")).to_json(), state.last_message)
     agent.resolve_waiters(state.consumed, outcome)
 
@@ -141,6 +141,7 @@ async def _turn_body(agent: Agent, state: _TurnState) -> TurnEnd:
     session = agent.session
     signal = state.signal
     items = agent.inbox.take_queued()
+    agent.wake_requested = False  # taken: only a send from now on asks for another turn
     state.consumed = [item.id for item in items]
     state.unlogged = list(state.consumed)
     admitted = 0
@@ -150,6 +151,12 @@ async def _turn_body(agent: Agent, state: _TurnState) -> TurnEnd:
                 "agent/prompt-submit", Allow(), agent=agent, message=item.message, turn=state.turn
             )
             state.unlogged.remove(item.id)
+            if not isinstance(verdict, Allow | Block):
+                msg = (
+                    f"agent/prompt-submit must decide Allow(...) or Block(reason), got {verdict!r}; "
+                    "the prompt was not admitted"
+                )
+                raise TypeError(msg)
             if isinstance(verdict, Block):
                 session.append(
                     "prompt/blocked",
@@ -202,7 +209,7 @@ async def _continuation(
         reason = UserMessage(content=decision.reason, source={"kind": "continuation"})
         agent.session.append("steering/message", {"message": reason.to_json()})
         steered = True
-    pending = steered or bool(agent.inbox.step)
+    pending = steered or agent.inbox.has_steering
     if agent.cancel_marker:  # at the continuation gate
         raise Aborted("cancelled")
     stop = await events.serial(

@@ -69,10 +69,32 @@ class Inbox:
         self.step.clear()
         return ids
 
-    def requeue_step_items(self) -> None:
-        """At an ordinary turn end, leftover steering waits for the next turn as a prompt would."""
-        while self.step:
-            self.queued.append(attrs.evolve(self.step.popleft(), kind="send"))
+    def drop_steering(self) -> list[Queued]:
+        """A terminal stop discards the steering left over; injected context stays."""
+        dropped = [item for item in self.step if item.kind == "steer"]
+        kept = [item for item in self.step if item.kind != "steer"]
+        self.step.clear()
+        self.step.extend(kept)
+        return dropped
+
+    @property
+    def has_steering(self) -> bool:
+        return any(item.kind == "steer" for item in self.step)
+
+    def requeue_steering(self) -> bool:
+        """At an ordinary turn end, leftover steering waits for the next turn as a prompt would.
+
+        Injected context stays where it is, riding with the next turn's first step. Returns
+        whether anything was re-queued.
+        """
+        steering = [item for item in self.step if item.kind == "steer"]
+        if not steering:
+            return False
+        context = [item for item in self.step if item.kind != "steer"]
+        self.step.clear()
+        self.step.extend(context)
+        self.queued.extend(attrs.evolve(item, kind="send") for item in steering)
+        return True
 
     @classmethod
     def restore(cls, events: Sequence[SessionEvent] | Iterable[SessionEvent]) -> Inbox:

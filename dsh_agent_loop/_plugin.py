@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import logging
 import uuid
+from contextvars import ContextVar
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
@@ -21,7 +22,7 @@ import attrs
 
 from dsh_core._agent_types import AgentOptions, Setup, TurnOutcome
 from dsh_core._context import Context, Effect
-from dsh_core._errors import ConfigError, DshError, MissingServiceError
+from dsh_core._errors import ConfigError, DshError, DuplicateRegistrationError, MissingServiceError
 from dsh_core._session_event import SessionEvent
 
 from ._agent import Agent
@@ -100,6 +101,10 @@ class _Handle:
         await self.dispose()
 
 
+#: set inside an agent's driver task (and the tasks it starts): teardown must not wait for itself
+_DRIVING: ContextVar[str | None] = ContextVar("dsh_driving_agent", default=None)
+
+
 class _Lifecycle:
     """Everything one agent holds, and the one memoised way to let go of it."""
 
@@ -108,6 +113,7 @@ class _Lifecycle:
         self.agent = agent
         self.detach_session: Callable[[], Awaitable[None] | None] | None = None
         self.detach_agent: Callable[[], None] | None = None
+        #: agent/created was (being) announced: its agent/disposed is owed
         self.announced = False
         self.owner_effect: Effect | None = None
         self.driver_done: anyio.Event | None = None
@@ -115,25 +121,41 @@ class _Lifecycle:
 
     def start_driver(self) -> None:
         done = self.driver_done = anyio.Event()
+        agent = self.agent
 
         async def run() -> None:
+            _DRIVING.set(agent.id)
             try:
-                await drive(self.agent)
+                await drive(agent)
             finally:
                 done.set()
 
-        self.agent.ctx.start_task(run, name=f"agent-driver:{self.agent.id}")
+        agent.ctx.start_task(run, name=f"agent-driver:{agent.id}")
 
     async def teardown(self) -> None:
+        """Tear down once; every caller awaits the same teardown.
+
+        Called from inside the agent's own turn (a tool disposing its own agent), it cannot wait
+        for the turn to end: the turn is aborted at once and the rest finishes in the background.
+        """
         if self._done is not None:
-            await self._done.wait()
+            if _DRIVING.get() != self.agent.id:
+                await self._done.wait()
             return
-        self._done = anyio.Event()
+        self._done = done = anyio.Event()
+        if _DRIVING.get() == self.agent.id:
+            self.agent.stopping = True
+            self.agent._abort("disposed")
+            self.loop.ctx.start_task(self._teardown_shielded, done, name=f"agent-teardown:{self.agent.id}")
+            return
+        await self._teardown_shielded(done)
+
+    async def _teardown_shielded(self, done: anyio.Event) -> None:
         try:
             with anyio.CancelScope(shield=True):
                 await self._teardown()
         finally:
-            self._done.set()
+            done.set()
 
     async def _teardown(self) -> None:
         agent = self.agent
@@ -141,10 +163,9 @@ class _Lifecycle:
         agent.stopping = True
         agent._abort("disposed")
         agent.wake_event.set()
-        if self.announced:
+        if self.driver_done is not None:
             agent.status_value = "disposed"
             await _contained(events.notify("agent/status", agent=agent, status="disposed"))
-        if self.driver_done is not None:
             with anyio.move_on_after(TEARDOWN_TIMEOUT) as scope:
                 await self.driver_done.wait()
             if scope.cancelled_caught:
@@ -162,7 +183,8 @@ class _Lifecycle:
                 await _contained(result)
         if self.owner_effect is not None:
             self.owner_effect.forget()
-        self.loop._lifecycles.pop(agent.id, None) if self.loop._lifecycles.get(agent.id) is self else None
+        if self.loop.lifecycles.get(agent.id) is self:
+            del self.loop.lifecycles[agent.id]
         await agent.ctx.dispose()
 
 
@@ -177,9 +199,11 @@ class AgentLoop:
     """The ``agent_loop`` service and the agents factory (``ctx.agents.create`` lands here)."""
 
     def __init__(self, ctx: Context) -> None:
-        self._ctx = ctx
-        self._lifecycles: dict[str, _Lifecycle] = {}
-        self._inflight = 0
+        self.ctx = ctx
+        self.lifecycles: dict[str, _Lifecycle] = {}
+        #: ids of agents being created or resumed: a second create of one fails at once
+        self._claimed: set[str] = set()
+        self._inflight: set[anyio.CancelScope] = set()
         self._inflight_done: anyio.Event | None = None
         self._closing = False
 
@@ -199,8 +223,12 @@ class AgentLoop:
         setup: Setup | None = None,
     ) -> _Handle:
         """Create, set up and publish an agent owned by ``owner_ctx``; roll back on any failure."""
-        self._check_open()
-        session = self._ctx.sessions.prepare(session_id, meta=meta, seed=seed or ())
+        self._claim(session_id)
+        try:
+            session = self.ctx.sessions.prepare(session_id, meta=meta, seed=seed or ())
+        except BaseException:
+            self._claimed.discard(session_id)
+            raise
         return await self._publish(owner_ctx, session, agent_options, setup, source="startup")
 
     async def resume_agent(
@@ -212,25 +240,33 @@ class AgentLoop:
         setup: Setup | None = None,
     ) -> _Handle:
         """Load a persisted session and publish its agent; turn numbering continues."""
-        self._check_open()
-        persistence = self._ctx.get_service("session_persistence")
+        persistence = self.ctx.get_service("session_persistence")
         if persistence is None:
             msg = (
                 f"cannot resume session {resume_session_id!r}: session persistence is not configured "
                 "(install and enable a persistence plugin such as dsh-persistence-jsonl)"
             )
             raise MissingServiceError(msg, plugin="agent-loop", service="session_persistence")
-        if resume_session_id in self._lifecycles:
-            msg = f"cannot resume session {resume_session_id!r}: an agent with that id is live in this harness"
-            raise DshError(msg)
-        loaded = await persistence.load(resume_session_id)
-        session = self._ctx.sessions.prepare(resume_session_id, meta=loaded.meta, seed=loaded.events)
+        self._claim(resume_session_id)
+        try:
+            loaded = await persistence.load(resume_session_id)
+            session = self.ctx.sessions.prepare(resume_session_id, meta=loaded.meta, seed=loaded.events)
+        except BaseException:
+            self._claimed.discard(resume_session_id)
+            raise
         return await self._publish(owner_ctx, session, agent_options, setup, source="resume")
 
-    async def _publish(
-        self, owner_ctx: Context, session: Any, options: AgentOptions | None, setup: Setup | None, source: str
-    ) -> _Handle:
-        agent_ctx = self._ctx.child(f"agent:{session.id}", agent_id=session.id, owner=owner_ctx.agent_scope)
+    def _claim(self, ident: str) -> None:
+        """Reserve ``ident`` for one create or resume; a live or in-flight id fails at once."""
+        self._check_open()
+        live = ident in self._claimed or ident in self.lifecycles
+        if live or self.ctx.sessions.get(ident) is not None or self.ctx.agents.get(ident) is not None:
+            msg = f"an agent or session with id {ident!r} is live (or being created); dispose it first or pick another id"
+            raise DuplicateRegistrationError(msg)
+        self._claimed.add(ident)
+
+    def _new_agent(self, owner_ctx: Context, session: Any, options: AgentOptions | None) -> _Lifecycle:
+        agent_ctx = self.ctx.child(f"agent:{session.id}", agent_id=session.id, owner=owner_ctx.agent_scope)
         agent = Agent(
             ctx=agent_ctx,
             session=session,
@@ -238,68 +274,92 @@ class AgentLoop:
             inbox=Inbox.restore(session.events),
             last_turn=_last_turn(session.events),
         )
-        lifecycle = _Lifecycle(self, agent)
-        self._inflight += 1
+        return _Lifecycle(self, agent)
+
+    async def _publish(
+        self,
+        owner_ctx: Context,
+        session: Any,
+        options: AgentOptions | None,
+        setup: Setup | None,
+        source: str,
+        built: _Lifecycle | None = None,
+    ) -> _Handle:
+        ident = session.id
+        lifecycle: _Lifecycle | None = built
+        scope = anyio.CancelScope()  # cancelled if the owner goes away or the loop stops meanwhile
+        self._inflight.add(scope)
         try:
-            if setup is not None:
-                result = setup(agent_ctx)
-                if inspect.isawaitable(result):
-                    await result
-            self._check_open()
-            lifecycle.detach_session = await self._ctx.sessions.enter(session)
-            lifecycle.detach_agent = self._ctx.agents.enter(agent)
-            lifecycle.announced = True
-            await self._ctx.agents.announce(agent)
-            await agent_ctx.events.notify("agent/session-start", agent=agent, source=source)
-            self._check_open()
-            if session.id in self._lifecycles:
-                msg = f"an agent with id {session.id!r} already exists"
+            abort_on_owner = owner_ctx.effect(scope.cancel)
+            try:
+                with scope:
+                    if lifecycle is None:
+                        lifecycle = self._new_agent(owner_ctx, session, options)
+                    await self._enter(lifecycle, setup, source)
+            finally:
+                abort_on_owner.forget()
+            if scope.cancelled_caught or lifecycle is None:
+                why = "the agent loop is stopping" if self._closing else "its owner context was disposed"
+                msg = f"creating agent {ident!r} was aborted: {why}"
                 raise DshError(msg)
-            self._lifecycles[session.id] = lifecycle
+            self.lifecycles[ident] = lifecycle
             lifecycle.owner_effect = owner_ctx.effect(lifecycle.teardown)
             lifecycle.start_driver()
         except BaseException:
-            await lifecycle.teardown()
+            if lifecycle is not None:
+                await lifecycle.teardown()
             raise
         finally:
-            self._inflight -= 1
-            if self._inflight == 0 and self._inflight_done is not None:
+            self._claimed.discard(ident)
+            self._inflight.discard(scope)
+            if not self._inflight and self._inflight_done is not None:
                 self._inflight_done.set()
-        return _Handle(lifecycle)
+        return _Handle(self.lifecycles[ident])
+
+    async def _enter(self, lifecycle: _Lifecycle, setup: Setup | None, source: str) -> None:
+        """Setup, then both registries, then the announcements (seed 000's order)."""
+        agent = lifecycle.agent
+        if setup is not None:
+            result = setup(agent.ctx)
+            if inspect.isawaitable(result):
+                await result
+        self._check_open()
+        if lifecycle.detach_agent is None:
+            self._enter_registries(lifecycle)
+        await self.ctx.sessions.announce(agent.session)
+        lifecycle.announced = True
+        await self.ctx.agents.announce(agent)
+        await agent.ctx.events.notify("agent/session-start", agent=agent, source=source)
+
+    def _enter_registries(self, lifecycle: _Lifecycle) -> None:
+        """Both registries at once, so a listener of either announcement finds both entries."""
+        lifecycle.detach_agent = self.ctx.agents.enter(lifecycle.agent)
+        lifecycle.detach_session = self.ctx.sessions.enter_now(lifecycle.agent.session)
 
     def create_sync(self, owner_ctx: Context, agent_id: str, options: AgentOptions | None, cwd: str | None) -> Agent:
-        """``ctx.agent_loop.create``: build the agent now, publish it in a task owned by the loop."""
-        self._check_open()
-        meta = {"cwd": cwd} if cwd is not None else None
-        session = self._ctx.sessions.prepare(agent_id, meta=meta)
-        agent_ctx = self._ctx.child(f"agent:{agent_id}", agent_id=agent_id, owner=owner_ctx.agent_scope)
-        agent = Agent(
-            ctx=agent_ctx, session=session, options=options or AgentOptions(), inbox=Inbox(), last_turn=0
-        )
-        lifecycle = _Lifecycle(self, agent)
-        self._inflight += 1
+        """``ctx.agent_loop.create``: build the agent now, publish it in a task owned by the loop.
+
+        A live id fails here, at once. Prompts sent before publication wait in the inbox.
+        """
+        self._claim(agent_id)
+        try:
+            meta = {"cwd": cwd} if cwd is not None else None
+            session = self.ctx.sessions.prepare(agent_id, meta=meta)
+        except BaseException:
+            self._claimed.discard(agent_id)
+            raise
+
+        lifecycle = self._new_agent(owner_ctx, session, options)
+        self._enter_registries(lifecycle)  # live now: a send right away is published like any other
 
         async def publish() -> None:
             try:
-                lifecycle.detach_session = await self._ctx.sessions.enter(session)
-                lifecycle.detach_agent = self._ctx.agents.enter(agent)
-                lifecycle.announced = True
-                await self._ctx.agents.announce(agent)
-                await agent_ctx.events.notify("agent/session-start", agent=agent, source="startup")
-                self._lifecycles[agent_id] = lifecycle
-                lifecycle.owner_effect = owner_ctx.effect(lifecycle.teardown)
-                lifecycle.start_driver()
-            except BaseException:
+                await self._publish(owner_ctx, session, options, None, "startup", lifecycle)
+            except Exception:
                 logger.exception("agent %r could not be published; it is disposed", agent_id)
-                await lifecycle.teardown()
-                raise
-            finally:
-                self._inflight -= 1
-                if self._inflight == 0 and self._inflight_done is not None:
-                    self._inflight_done.set()
 
-        self._ctx.start_task(publish, name=f"agent-publish:{agent_id}")
-        return agent
+        self.ctx.start_task(publish, name=f"agent-publish:{agent_id}")
+        return lifecycle.agent
 
     # ------------------------------------------------------------------ shutdown
 
@@ -309,14 +369,16 @@ class AgentLoop:
             raise DshError(msg)
 
     async def close(self) -> None:
-        """Refuse new agents, wait for in-flight creates, then tear every agent down."""
+        """Refuse new agents, abort in-flight creates, then tear every agent down."""
         self._closing = True
         with anyio.CancelScope(shield=True):
             if self._inflight:
                 self._inflight_done = anyio.Event()
+                for scope in list(self._inflight):
+                    scope.cancel()
                 await self._inflight_done.wait()
             async with anyio.create_task_group() as tg:
-                for lifecycle in list(self._lifecycles.values()):
+                for lifecycle in list(self.lifecycles.values()):
                     tg.start_soon(lifecycle.teardown)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from contextlib import aclosing
 from typing import Any
 
 import anyio
@@ -9,7 +11,7 @@ import anyio.lowlevel
 import attrs
 
 from dsh_core._assembler import BlockAssembler
-from dsh_core._content import AssistantMessage, UserMessage
+from dsh_core._content import AssistantMessage, Message, ToolResultMessage, UserMessage
 from dsh_core._decisions import Retry
 from dsh_core._defaults.agents import assemble_context_for
 from dsh_core._json import frozen_trusted
@@ -52,6 +54,18 @@ def log_step_items(agent: Agent, turn: int, step: int) -> bool:
             agent.session.append("steering/message", data)
             steered = True
     return steered
+
+
+def _checked_prefix(prefix: object) -> tuple[Message, ...]:
+    """The session prefix must be a sequence of messages; anything else fails this turn only."""
+    if isinstance(prefix, str | bytes) or not isinstance(prefix, Sequence):
+        msg = f"agent/session-prefix must return a sequence of messages, got {type(prefix).__name__}"
+        raise TypeError(msg)
+    for index, message in enumerate(prefix):
+        if not isinstance(message, UserMessage | AssistantMessage | ToolResultMessage):
+            msg = f"agent/session-prefix: item {index} is a {type(message).__name__}, not a message"
+            raise TypeError(msg)
+    return tuple(prefix)
 
 
 def _call_config(agent: Agent) -> LlmCallConfig:
@@ -126,7 +140,7 @@ async def _call_model(
     prompt = ctx.system_prompt
     assembly = await prompt.assemble(assemble_context_for(agent))
     if agent.prefix is None:
-        agent.prefix = tuple(await events.waterfall("agent/session-prefix", (), agent=agent))
+        agent.prefix = _checked_prefix(await events.waterfall("agent/session-prefix", (), agent=agent))
     prefix = agent.prefix
     await events.serial("agent/pre-step", agent=agent, turn=turn, step=step, prefix=prefix, signal=signal)
     system = prompt.render(assembly)
@@ -155,13 +169,14 @@ async def _call_model(
     while True:
         assembler = attempt.assembler = BlockAssembler(provider=config.provider, model=config.model)
         add = assembler.add
-        async for chunk in llm.stream(request):
-            if type(chunk) is Finish:
-                append("assistant/chunk", {"turn": turn, "step": step, "chunk": chunk.to_json()})
-            else:  # deltas and usage hold only validated scalars: skip the deep freeze
-                frozen = frozen_trusted(chunk.to_json())
-                append("assistant/chunk", frozen_trusted({"turn": turn, "step": step, "chunk": frozen}))
-            add(chunk)
+        async with aclosing(llm.stream(request)) as chunks:  # closed at once, even when a listener raises
+            async for chunk in chunks:
+                if type(chunk) is Finish:
+                    append("assistant/chunk", {"turn": turn, "step": step, "chunk": chunk.to_json()})
+                else:  # deltas and usage hold only validated scalars: skip the deep freeze
+                    frozen = frozen_trusted(chunk.to_json())
+                    append("assistant/chunk", frozen_trusted({"turn": turn, "step": step, "chunk": frozen}))
+                add(chunk)
         finish = assembler.finish
         if finish is not None and finish.reason not in ("error", "aborted"):
             break

@@ -119,13 +119,20 @@ async def _execute_group(agent: Agent, executions: list[ToolExecution]) -> list[
     if len(executions) == 1:
         return [await tools.execute(executions[0])]
     results: list[ToolResult | None] = [None] * len(executions)
+    failures: list[Exception] = []
 
     async def run(position: int, execution: ToolExecution) -> None:
-        results[position] = await tools.execute(execution)
+        try:
+            results[position] = await tools.execute(execution)
+        except Exception as exc:  # a plugin raised: stop the group, report that plugin's error
+            failures.append(exc)
+            tg.cancel_scope.cancel()
 
     async with anyio.create_task_group() as tg:
         for position, execution in enumerate(executions):
             tg.start_soon(run, position, execution)
+    if failures:
+        raise failures[0]
     return [result for result in results if result is not None]
 
 

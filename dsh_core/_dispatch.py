@@ -80,6 +80,7 @@ class Dispatcher:
         self._registrations: dict[int, Registration] = {}
         #: agent id -> the agent that owns it (None for a top-level agent)
         self._owners: dict[str, str | None] = {}
+        self._owner_tokens: dict[str, object] = {}
 
     # ------------------------------------------------------------------ catalog and registry
 
@@ -120,10 +121,13 @@ class Dispatcher:
 
     def set_owner(self, agent_id: str, owner: str | None) -> Callable[[], None]:
         """Record that ``owner``'s scoped plugins also hear events about ``agent_id``."""
+        token = object()
         self._owners[agent_id] = owner
+        self._owner_tokens[agent_id] = token
 
         def forget() -> None:
-            if self._owners.get(agent_id, agent_id) == owner:
+            if self._owner_tokens.get(agent_id) is token:  # exact: never a later same-id entry
+                del self._owner_tokens[agent_id]
                 self._owners.pop(agent_id, None)
 
         return forget

@@ -11,7 +11,14 @@ from typing import Any
 import anyio
 import pytest
 
-from dsh_core import Context, DuplicateRegistrationError, EventDataError, VocabularyError, hookimpl
+from dsh_core import (
+    Context,
+    DuplicateRegistrationError,
+    EventDataError,
+    ScopeDisposedError,
+    VocabularyError,
+    hookimpl,
+)
 from dsh_core._content import AssistantMessage, Reasoning, Text, ToolResultMessage, UserMessage
 from dsh_core._defaults.sessions import Session, SessionMeta, SessionStore
 from dsh_core._json import FrozenDict
@@ -177,6 +184,43 @@ async def test_stopping_the_harness_detaches_live_sessions(start_harness: StartH
     assert ("disposed", "b", 0) in recorder.log
 
 
+async def test_enter_cancelled_during_created_is_rolled_back(start_harness: StartHarness) -> None:
+    """If enter() is cancelled while session/created runs, the session leaves again, with its
+    session/disposed, so listeners see the pair."""
+    heard: list[str] = []
+
+    class Slow:
+        @hookimpl
+        async def dsh_session_created(self, session: Session) -> None:
+            heard.append("created")
+            if heard.count("created") == 1:
+                await anyio.sleep_forever()
+
+        @hookimpl
+        def dsh_session_disposed(self, session: Session) -> None:
+            heard.append("disposed")
+
+    async with start_harness(plugins=[Slow()]) as ctx:
+        session = ctx.sessions.prepare("s")
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(ctx.sessions.enter, session)
+                await anyio.wait_all_tasks_blocked()
+                tg.cancel_scope.cancel()
+        assert ctx.sessions.get("s") is None
+        assert heard == ["created", "disposed"]
+        await ctx.sessions.enter(session)  # the id is free again
+        assert ctx.sessions.get("s") is session
+
+
+async def test_a_stopped_store_refuses_enter(start_harness: StartHarness) -> None:
+    """Once the sessions plugin has stopped, nothing can be entered."""
+    async with start_harness() as ctx:
+        store = ctx.sessions
+    with pytest.raises(ScopeDisposedError):
+        await store.enter(store.prepare("late"))
+
+
 @pytest.mark.parametrize(
     ("call", "error", "text"),
     [
@@ -308,6 +352,12 @@ async def test_events_view_is_read_only(dsh_ctx: Context) -> None:
     assert events[-1].type == "a/b"
     assert isinstance(events[0:1], tuple)
     assert [event.type for event in events[::-1]] == ["a/b", "a/a"]
+    seen = []
+    for event in events:  # iteration stops at the length it started with
+        seen.append(event.type)
+        session.append("a/more", {})
+    assert seen == ["a/a", "a/b"]
+    assert len(events) == 4
 
 
 async def test_validator_can_veto_an_append(recorded: tuple[Context, Recorder]) -> None:

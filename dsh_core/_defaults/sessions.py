@@ -128,7 +128,29 @@ class SessionStore:
         return session
 
     async def enter(self, session: Session) -> Detach:
-        """Make ``session`` live: listed, its appends published; emits ``session/created``.
+        """``enter_now`` then ``announce``: the session is live and ``session/created`` has fired.
+
+        If ``session/created`` is cancelled or vetoed, the entry is rolled back (with its paired
+        ``session/disposed``) and the error re-raised.
+        """
+        release = self.enter_now(session)
+        try:
+            await self.announce(session)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await release()
+            raise
+        return release
+
+    async def announce(self, session: Session) -> None:
+        """Emit ``session/created`` for a session entered with ``enter_now``."""
+        await self._state.events.notify("session/created", session=session)
+
+    def enter_now(self, session: Session) -> Detach:
+        """Make ``session`` live at once — listed, its appends published — without announcing it.
+
+        For callers that must publish synchronously (``ctx.agent_loop.create``); they owe an
+        ``announce`` right after.
 
         Returns its ``detach``: async, idempotent, it removes exactly this entry (never a later
         session with the same id), stops publication and emits ``session/disposed``. Through
@@ -170,12 +192,6 @@ class SessionStore:
         entry.detach = release
         state.sessions[session.id] = entry
         session._dispatcher = events
-        try:
-            await events.notify("session/created", session=session)
-        except BaseException:
-            with anyio.CancelScope(shield=True):
-                await release()
-            raise
         return release
 
     async def create(
