@@ -23,6 +23,9 @@ from ._decisions import ContinuationStop as ContinuationStop
 from ._decisions import Deny as Deny
 from ._decisions import Reject as Reject
 from ._decisions import Retry as Retry
+from ._defaults.sessions import Session as Session
+from ._defaults.sessions import SessionMeta as SessionMeta
+from ._defaults.system_prompt import AssemblyContext as AssemblyContext
 from ._errors import AgentDisposedError as AgentDisposedError
 from ._errors import ConfigError as ConfigError
 from ._errors import DependencyCycleError as DependencyCycleError
@@ -53,6 +56,7 @@ __all__ = [
     "AgentOptions",
     "Allow",
     "Ask",
+    "AssemblyContext",
     "AssistantMessage",
     "Block",
     "CancelSignal",
@@ -78,7 +82,9 @@ __all__ = [
     "Reject",
     "Retry",
     "ScopeDisposedError",
+    "Session",
     "SessionEvent",
+    "SessionMeta",
     "SurfaceOp",
     "Text",
     "Tool",
