@@ -8,6 +8,7 @@ turn (``error``), never this loop.
 from __future__ import annotations
 
 import logging
+
 import anyio
 import attrs
 
@@ -93,7 +94,7 @@ async def run_turn(agent: Agent) -> None:
     agent.turn_signal = signal
     try:
         session.append("turn/start", {"turn": turn})
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a failed flush is logged; the turn already ended
         agent.turn_signal = None
         await agent.ctx.events.notify("agent/error", agent=agent, turn=agent.last_turn, step=0, error=exc)
         agent.cancel_marker = True  # nothing was consumed; stay idle until the next send
@@ -105,7 +106,7 @@ async def run_turn(agent: Agent) -> None:
         state.end = await _turn_body(agent, state)
     except Aborted:
         pass
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a plugin bug ends the turn, never the loop
         failure = exc.failure if isinstance(exc, ModelFailed) else _failure_of(exc)
         state.end = strongest(state.end, TurnEnd("error", failure=failure))
         await agent.ctx.events.notify("agent/error", agent=agent, turn=turn, step=state.step, error=exc)

@@ -98,7 +98,7 @@ class Inbox:
 
     @classmethod
     def restore(cls, events: Sequence[SessionEvent] | Iterable[SessionEvent]) -> Inbox:
-        """Rebuild the pending items from a log: queued − consumed − cleared, in order.
+        """Rebuild the pending items from a log: queued - consumed - cleared, in order.
 
         A restored agent has no running turn, so pending prompts and steering wait for the next
         turn, and pending injected context for its first step.

@@ -12,8 +12,8 @@ from __future__ import annotations
 import inspect
 import logging
 import uuid
-from contextvars import ContextVar
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextvars import ContextVar
 from types import TracebackType
 from typing import Any, Self
 
@@ -397,7 +397,7 @@ class AgentLoopView:
         self._loop = loop
         self._ctx = ctx
 
-    def create(self, id: str, options: AgentOptions | None = None, cwd: str | None = None) -> Agent:  # noqa: A002
+    def create(self, id: str, options: AgentOptions | None = None, cwd: str | None = None) -> Agent:
         """Create an agent under exactly ``id``, owned by this context; it is published in the background."""
         return self._loop.create_sync(self._ctx, id, options, cwd)
 

@@ -48,7 +48,7 @@ def structure_config(cls: type[_C], raw: object, *, source: str, path: str) -> _
         raise ConfigError(msg, source=source, path=path)
     try:
         return _converter.structure(dict(raw), cls)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - cattrs raises many kinds; all become one ConfigError
         problems = cattrs.transform_error(exc, path=f"$.{path}", format_exception=_describe)
         lines: list[str] = []
         first_path = path

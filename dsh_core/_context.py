@@ -27,7 +27,7 @@ __all__ = ["INHERIT", "Context", "Disposer", "Effect", "Services"]
 logger = logging.getLogger("dsh.context")
 
 #: Undoes one registration. Idempotent. May be sync or async; ``Context.dispose`` awaits either.
-Disposer: TypeAlias = Callable[[], "None | Awaitable[None]"]
+Disposer: TypeAlias = Callable[[], "Awaitable[None] | None"]
 
 
 class _Inherit(enum.Enum):
@@ -47,7 +47,7 @@ class Effect:
         self._effects = effects
         self._key = key
 
-    def __call__(self) -> None | Awaitable[None]:
+    def __call__(self) -> Awaitable[None] | None:
         undo = self._effects.pop(self._key, None)
         return None if undo is None else undo()
 
@@ -168,7 +168,7 @@ class Context:
         return self._parent
 
     def child(
-        self, label: str, *, agent_id: str | None = None, owner: str | None | _Inherit = INHERIT, config: Any = None
+        self, label: str, *, agent_id: str | None = None, owner: str | _Inherit | None = INHERIT, config: Any = None
     ) -> Context:
         """A child scope, disposed with this one (before this one's own effects are undone).
 

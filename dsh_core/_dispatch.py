@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import inspect
 import logging
-from types import ModuleType
-from functools import partial
 from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
+from types import ModuleType
 from typing import Any, TypeVar
 
 import anyio
@@ -44,7 +44,7 @@ class Registration:
 class _Impl:
     __slots__ = ("argnames", "function", "is_async", "registration")
 
-    def __init__(self, function: Callable[..., Any], argnames: tuple[str, ...], registration: Registration):
+    def __init__(self, function: Callable[..., Any], argnames: tuple[str, ...], registration: Registration) -> None:
         self.function = function
         self.argnames = argnames
         self.is_async = inspect.iscoroutinefunction(function)
@@ -302,7 +302,7 @@ class Dispatcher:
             async def run(impl: _Impl) -> None:
                 try:
                     await self._call(impl, kwargs)
-                except Exception as exc:
+                except Exception as exc:  # noqa: BLE001 - collected; the first is raised after the group
                     failures.append(exc)
                     tg.cancel_scope.cancel()
 
@@ -325,7 +325,7 @@ def new_plugin_manager() -> pluggy.PluginManager:
 
 
 async def check_guards(
-    guards: "list[Callable[..., Any]] | tuple[Callable[..., Any], ...]", /, *args: Any
+    guards: list[Callable[..., Any]] | tuple[Callable[..., Any], ...], /, *args: Any
 ) -> str | None:
     """Run every guard; return the deny reason, or ``None`` when all allow.
 
@@ -338,7 +338,7 @@ async def check_guards(
             reason = guard(*args)
             if inspect.isawaitable(reason):
                 reason = await reason
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a raising guard denies (fail closed)
             reasons.append(f"guard {getattr(guard, '__qualname__', guard)!r} failed: {exc!r}")
             continue
         if reason is not None:

@@ -19,9 +19,19 @@ from typing import TYPE_CHECKING, Any
 from ._markers import hookspec
 
 if TYPE_CHECKING:
-    from ._content import AssistantMessage, Message, UserMessage
-    from ._decisions import Accept, Allow, Ask, Block, ContinuationDecision, ContinuationStop, Deny, Reject, Retry
     from ._agent_types import Agent
+    from ._content import AssistantMessage, Message, UserMessage
+    from ._decisions import (
+        Accept,
+        Allow,
+        Ask,
+        Block,
+        ContinuationDecision,
+        ContinuationStop,
+        Deny,
+        Reject,
+        Retry,
+    )
     from ._defaults.sessions import Session
     from ._llm_types import Failure, LlmCallConfig
     from ._session_event import SessionEvent

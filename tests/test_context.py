@@ -6,11 +6,10 @@ from typing import Any
 
 import pytest
 
-from dsh_core import Context, MissingServiceError, ScopeDisposedError, hookimpl
+from dsh_core import Context, MissingServiceError, ScopeDisposedError, hookimpl, hookspecs
 from dsh_core._context import Services
 from dsh_core._dispatch import Dispatcher, new_plugin_manager
 from dsh_core._errors import DuplicateRegistrationError
-from dsh_core import hookspecs
 
 pytestmark = pytest.mark.anyio
 
@@ -159,8 +158,9 @@ async def test_agent_scoped_plugin_hears_only_its_agent() -> None:
 
 async def test_tasks_belong_to_their_context() -> None:
     """A task started through a context is cancelled and awaited when that context is disposed."""
-    from dsh_core import Harness
     import anyio
+
+    from dsh_core import Harness
 
     started = anyio.Event()
     outcome: list[str] = []
@@ -182,8 +182,9 @@ async def test_tasks_belong_to_their_context() -> None:
 
 async def test_a_failing_task_is_logged_not_raised(caplog: pytest.LogCaptureFixture) -> None:
     """A task that raises is logged with its context; the harness keeps running."""
-    from dsh_core import Harness
     import anyio
+
+    from dsh_core import Harness
 
     done = anyio.Event()
 

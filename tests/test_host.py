@@ -251,7 +251,7 @@ async def test_config_errors_name_file_path_and_problem(table: dict[str, Any], e
 
 async def test_config_for_an_unknown_plugin_is_an_error() -> None:
     """A table for a plugin that is not installed is reported, with what is loaded."""
-    with pytest.raises(ConfigError, match="plugins.nope: no plugin named 'nope'"):
+    with pytest.raises(ConfigError, match=r"plugins\.nope: no plugin named 'nope'"):
         async with Harness({"plugins": {"nope": {}}}, autoload=False):
             pass
 
@@ -270,7 +270,7 @@ def test_bad_toml_names_the_file(tmp_path: Path) -> None:
     """A TOML syntax error is a ConfigError that names the file."""
     path = tmp_path / "dsh.toml"
     path.write_text("[plugins\n")
-    with pytest.raises(ConfigError, match="dsh.toml: not valid TOML"):
+    with pytest.raises(ConfigError, match=r"dsh\.toml: not valid TOML"):
         Harness.from_file(path)
 
 

@@ -143,7 +143,8 @@ async def test_max_tokens_drops_tool_calls_and_is_sticky() -> None:
             events = handle.agent.session.events
     assert outcome.kind == "max-tokens"
     calls = [e for e in events if e.type == "tool/call"]
-    assert len(calls) == 1 and calls[0].data["step"] == 2
+    assert len(calls) == 1
+    assert calls[0].data["step"] == 2
     first_message = next(e for e in events if e.type == "assistant/message")
     assert [b["type"] for b in first_message.data["message"]["content"]] == ["text"]
     model.assert_consumed()

@@ -7,7 +7,7 @@ from typing import Any
 import anyio
 import attrs
 
-from dsh_core import AgentOptions, ContinuationStop, Context, Harness, ToolExecution, hookimpl, tool
+from dsh_core import AgentOptions, Context, ContinuationStop, Harness, ToolExecution, hookimpl, tool
 from dsh_core.testing import ScriptedModel
 
 
