@@ -26,6 +26,7 @@ from ._decisions import Retry as Retry
 from ._defaults.sessions import Session as Session
 from ._defaults.sessions import SessionMeta as SessionMeta
 from ._defaults.system_prompt import AssemblyContext as AssemblyContext
+from ._defaults.tools import ApprovalService as ApprovalService
 from ._errors import AgentDisposedError as AgentDisposedError
 from ._errors import ConfigError as ConfigError
 from ._errors import DependencyCycleError as DependencyCycleError
@@ -36,7 +37,10 @@ from ._errors import MissingServiceError as MissingServiceError
 from ._errors import PluginError as PluginError
 from ._errors import ScopeDisposedError as ScopeDisposedError
 from ._errors import VocabularyError as VocabularyError
+from ._host import ENTRY_POINT_GROUP as ENTRY_POINT_GROUP
 from ._host import Harness as Harness
+from ._host import PluginInfo as PluginInfo
+from ._host import installed_plugins as installed_plugins
 from ._json import FrozenDict as FrozenDict
 from ._json import JsonValueError as JsonValueError
 from ._markers import hookimpl as hookimpl
@@ -55,6 +59,7 @@ __all__ = [
     "AgentHandle",
     "AgentOptions",
     "Allow",
+    "ApprovalService",
     "Ask",
     "AssemblyContext",
     "AssistantMessage",
@@ -70,6 +75,7 @@ __all__ = [
     "Disposer",
     "DshError",
     "DuplicateRegistrationError",
+    "ENTRY_POINT_GROUP",
     "EventDataError",
     "FrozenDict",
     "Harness",
@@ -78,6 +84,7 @@ __all__ = [
     "Message",
     "MissingServiceError",
     "PluginError",
+    "PluginInfo",
     "Reasoning",
     "Reject",
     "Retry",
@@ -97,5 +104,6 @@ __all__ = [
     "VocabularyError",
     "hookimpl",
     "hookspec",
+    "installed_plugins",
     "tool",
 ]

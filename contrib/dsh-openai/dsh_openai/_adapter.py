@@ -73,6 +73,11 @@ class OpenAIAdapter:
         return self._settings.name
 
     @property
+    def api_key_env(self) -> str | None:
+        """The environment variable the API key is read from (``None``: no key is sent)."""
+        return self._settings.api_key_env
+
+    @property
     def client(self) -> httpx.AsyncClient:
         """The HTTP client requests go through."""
         return self._client
