@@ -25,6 +25,13 @@ from ._decisions import Reject as Reject
 from ._decisions import Retry as Retry
 from ._defaults.sessions import Session as Session
 from ._defaults.sessions import SessionMeta as SessionMeta
+from ._defaults.subagents import SubagentError as SubagentError
+from ._defaults.subagents import SubagentProvider as SubagentProvider
+from ._defaults.subagents import SubagentRefusedError as SubagentRefusedError
+from ._defaults.subagents import SubagentRequest as SubagentRequest
+from ._defaults.subagents import SubagentResult as SubagentResult
+from ._defaults.subagents import SubagentRun as SubagentRun
+from ._defaults.subagents import UnknownSubagentProviderError as UnknownSubagentProviderError
 from ._defaults.system_prompt import AssemblyContext as AssemblyContext
 from ._defaults.tools import ApprovalService as ApprovalService
 from ._errors import AgentDisposedError as AgentDisposedError
@@ -92,6 +99,12 @@ __all__ = [
     "Session",
     "SessionEvent",
     "SessionMeta",
+    "SubagentError",
+    "SubagentProvider",
+    "SubagentRefusedError",
+    "SubagentRequest",
+    "SubagentResult",
+    "SubagentRun",
     "SurfaceOp",
     "Text",
     "Tool",
@@ -100,6 +113,7 @@ __all__ = [
     "ToolResult",
     "ToolResultMessage",
     "TurnOutcome",
+    "UnknownSubagentProviderError",
     "UserMessage",
     "VocabularyError",
     "hookimpl",

@@ -129,7 +129,9 @@ class SubagentResult:
 
     output: str = attrs.field(validator=validate_str)
     stop_reason: str = attrs.field(validator=_non_empty_str)
-    failure: Failure | None = None
+    failure: Failure | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(Failure))
+    )
 
     @property
     def ok(self) -> bool:
@@ -145,7 +147,9 @@ class SubagentRun(Protocol):
     """One started child. ``result`` may be awaited any number of times, by any number of tasks.
 
     ``cancel()`` asks the child to stop (its result then says ``aborted``) and never raises;
-    ``dispose()`` releases it (idempotent; an unfinished child's result says so).
+    ``dispose()`` releases it (idempotent; an unfinished child's result says so). Reading
+    ``result`` must be cheap and side-effect free (``isinstance(x, SubagentRun)`` reads it): return
+    a stored awaitable, not a fresh coroutine.
     """
 
     @property
@@ -170,7 +174,7 @@ class SubagentRun(Protocol):
 class SubagentProvider(Protocol):
     """Starts children: ``ctx.subagents.register_provider(name, provider)``.
 
-    ``start`` returns once the child is running. It raises ``SubagentRefusedError`` for a request
+    ``start`` returns once the child exists and will run. It raises ``SubagentRefusedError`` for a request
     it declines, before starting anything; a child that fails later is a result, not an exception.
     """
 
@@ -339,7 +343,11 @@ class SubagentsView:
 
 
 class SubagentRegistryPlugin:
-    """Provides ``ctx.subagents``: the registry of sub-agent providers (entry point ``subagent-registry``)."""
+    """Provides ``ctx.subagents`` alone, for a harness that wants the registry without ``dsh-subagents``.
+
+    Not an entry point of the root distribution (SPEC §2 names its six plugins): the
+    ``dsh-subagents`` plugin provides the same registry. Pass this one explicitly in ``plugins=``.
+    """
 
     name = "subagent-registry"
     provides: ClassVar[tuple[str, ...]] = ("subagents",)
