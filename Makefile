@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml $(wildcard contrib/*/pyproject.toml) $(wildcard tests/p
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python examples/demo.py
+	$(BIN)/dsh demo
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

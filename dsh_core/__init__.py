@@ -61,6 +61,7 @@ from ._tool_types import ToolExecution as ToolExecution
 from ._tool_types import ToolResult as ToolResult
 
 __all__ = [
+    "ENTRY_POINT_GROUP",
     "Accept",
     "AgentDisposedError",
     "AgentHandle",
@@ -82,7 +83,6 @@ __all__ = [
     "Disposer",
     "DshError",
     "DuplicateRegistrationError",
-    "ENTRY_POINT_GROUP",
     "EventDataError",
     "FrozenDict",
     "Harness",
