@@ -200,5 +200,11 @@ async def _call_model(
         if decision.delay > 0:
             await anyio.sleep(decision.delay)
         number += 1
+        # A listener may have changed the surface (compaction after a context overflow): the
+        # retry sends the history as it is now, not the one that failed.
+        fresh = session.derive_messages()
+        if fresh is not boundary:
+            boundary = fresh
+            request = attrs.evolve(request, messages=boundary if not prefix else (*prefix, *boundary))
     message = await events.waterfall("agent/step-result", assembler.message(), agent=agent, turn=turn, step=step)
     return message, finish.reason, assembler.usage

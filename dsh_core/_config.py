@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tomllib
+import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -66,6 +67,10 @@ def _describe(exc: BaseException, expected: type | None) -> str:
     """cattrs' wording, but a validator's own message (``ValueError("must be >= 1")``) is kept."""
     if type(exc) is ValueError and exc.args:
         return str(exc)
+    if typing.get_origin(expected) is typing.Literal:
+        choices = ", ".join(repr(choice) for choice in typing.get_args(expected))
+        got = str(exc).partition(" not in literal ")[0] if " not in literal " in str(exc) else None
+        return f"expected one of {choices}" + ("" if got is None else f", got {got!r}")
     return format_exception(exc, expected)
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 import pytest
@@ -293,4 +294,21 @@ async def test_a_validator_message_reaches_the_user() -> None:
     """A Config validator's ValueError text is reported, not a generic 'invalid value'."""
     with pytest.raises(ConfigError, match=r"dsh.toml: plugins.bounded(.retries)?: must be at least 1, got 0"):
         async with Harness({"plugins": {"bounded": {"retries": 0}}}, plugins=[BoundedPlugin()], autoload=False, source="dsh.toml"):
+            pass
+
+
+@attrs.frozen
+class Moded:
+    mode: Literal["read-only", "workspace-write"] = "read-only"
+
+
+class ModedPlugin:
+    name = "moded"
+    Config = Moded
+
+
+async def test_a_literal_error_lists_the_choices() -> None:
+    """A value outside a Literal names the allowed choices and what was given."""
+    with pytest.raises(ConfigError, match=re.escape("plugins.moded.mode: expected one of 'read-only', 'workspace-write', got 'rw'")):
+        async with Harness({"plugins": {"moded": {"mode": "rw"}}}, plugins=[ModedPlugin()], autoload=False):
             pass

@@ -1,0 +1,373 @@
+"""Permission rules: what a call's main argument is, how patterns match it, and the verdict.
+
+A call is split into *units*, each spelled one or more ways:
+
+* a ``bash`` command: one unit per simple command (split at ``;``, ``&&``, ``||``, ``|``, ``&``
+  and newlines, outside quotes), spelled as written minus leading ``(``, ``{``, ``!``,
+  ``if``/``then``/``do``-style keywords and ``NAME=value`` assignments. A unit with command or
+  process substitution (``$(...)``, backticks, ``<(...)``) is *opaque*: no allow pattern covers it.
+* a path: one unit per location the path names (as written, and with symlinks followed), each
+  spelled relative to the workspace (when inside it) and absolute.
+* any other tool's main argument (its first required string parameter): one unit, as is.
+
+The verdict: a deny rule matching any unit denies the call. Otherwise each unit takes the first
+allow or ask rule (in config order) that matches it. When every unit is covered, the call is
+allowed, or asked about if any unit matched an ask rule. When some unit is not covered, the
+mode decides; an ask for a covered unit still applies if the mode allows the call.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final, Literal, TypeAlias
+
+import attrs
+
+from ._config import Action, Rule
+
+__all__ = [
+    "MAIN_ARGUMENTS",
+    "CompiledRule",
+    "Kind",
+    "MainArgument",
+    "Subject",
+    "Unit",
+    "Verdict",
+    "command_units",
+    "compile_rules",
+    "evaluate",
+    "path_regex",
+    "path_units",
+    "text_regex",
+]
+
+#: How a main argument is matched: a shell command, a file path, or plain text.
+Kind: TypeAlias = Literal["command", "path", "text"]
+
+
+@attrs.frozen
+class MainArgument:
+    """The argument a rule's pattern is matched against, for one tool."""
+
+    name: str
+    kind: Kind
+    #: the value when the call leaves the argument out (the tool's own default)
+    default: str | None = None
+
+
+#: The main argument of the workspace tools. Other tools: their first required string parameter.
+MAIN_ARGUMENTS: Final[Mapping[str, MainArgument]] = {
+    "bash": MainArgument("command", "command"),
+    "read_file": MainArgument("path", "path"),
+    "write_file": MainArgument("path", "path"),
+    "edit_file": MainArgument("path", "path"),
+    "list_dir": MainArgument("path", "path", "."),
+    "glob": MainArgument("path", "path", "."),
+    "grep": MainArgument("path", "path", "."),
+}
+
+
+@attrs.frozen
+class Unit:
+    """One thing a call touches, in every spelling a pattern may use for it."""
+
+    spellings: tuple[str, ...]
+    #: a command with substitutions: what it runs cannot be read from its text
+    opaque: bool = False
+
+
+@attrs.frozen
+class Subject:
+    """The main argument of one call, as units; ``text`` is what messages show."""
+
+    kind: Kind | None
+    units: tuple[Unit, ...]
+    text: str | None = None
+
+
+# ---------------------------------------------------------------------- patterns
+
+
+def _segment_regex(segment: str, star: str) -> str:
+    """One glob segment as a regex: ``*`` becomes ``star``, ``?`` one such character, ``[...]`` a class."""
+    one = star[:-1]
+    out = ""
+    index = 0
+    while index < len(segment):
+        char = segment[index]
+        if char == "*":
+            out += star
+        elif char == "?":
+            out += one
+        elif char == "[" and (end := segment.find("]", index + 2)) != -1:
+            body = segment[index + 1 : end]
+            if body[:1] in ("!", "^"):
+                body = "^" + body[1:]
+            out += "[" + body.replace("\\", "\\\\") + "]"
+            index = end
+        else:
+            out += re.escape(char)
+        index += 1
+    return out
+
+
+def path_regex(pattern: str) -> str:
+    """A path glob as a regex: ``*`` within a segment, ``**`` across segments; ``dir/**`` includes ``dir``.
+
+    A relative pattern matches paths spelled relative to the workspace; one starting with ``**``
+    also matches absolute paths, and an absolute pattern matches absolute spellings.
+    """
+    absolute = pattern.startswith("/")
+    segments = [segment for segment in pattern.split("/") if segment]
+    # A leading `**` matches at any depth, absolute paths (outside the workspace) included.
+    out = "/" if absolute else "/?" if segments[:1] == ["**"] else ""
+    for position, segment in enumerate(segments):
+        last = position == len(segments) - 1
+        if segment == "**":
+            if not last:
+                out += "(?:[^/]+/)*"
+            elif out.endswith("/") and out != "/":
+                out = out[:-1] + "(?:/.*)?"
+            else:
+                out += ".*"
+            continue
+        out += _segment_regex(segment, "[^/]*") + ("" if last else "/")
+    return out
+
+
+def text_regex(pattern: str) -> str:
+    """A command or text glob as a regex: ``*`` and ``?`` match any character, ``/`` included."""
+    return _segment_regex(pattern, ".*")
+
+
+@attrs.frozen
+class CompiledRule:
+    """A config rule, checked and ready to match."""
+
+    index: int
+    tool: str
+    action: Action
+    pattern: str | None
+    #: the pattern for path arguments and for everything else (``None`` without a pattern)
+    _path: re.Pattern[str] | None = attrs.field(default=None, eq=False, repr=False)
+    _text: re.Pattern[str] | None = attrs.field(default=None, eq=False, repr=False)
+
+    @classmethod
+    def build(cls, index: int, tool: str, action: Action, pattern: str | None) -> CompiledRule:
+        if pattern is None:
+            return cls(index, tool, action, None)
+        path_pattern = os.path.expanduser(pattern)
+        return cls(
+            index,
+            tool,
+            action,
+            pattern,
+            re.compile(path_regex(path_pattern), re.DOTALL),
+            re.compile(text_regex(pattern), re.DOTALL),
+        )
+
+    @property
+    def label(self) -> str:
+        """The rule as a user writes it, e.g. ``ask bash(git push*)``."""
+        shown = self.tool if self.pattern is None else f"{self.tool}({self.pattern})"
+        return f"{self.action} {shown}"
+
+    def matches_tool(self, name: str) -> bool:
+        return fnmatch.fnmatchcase(name, self.tool)
+
+    def matches(self, unit: Unit, kind: Kind | None) -> bool:
+        """Whether this rule covers ``unit`` (of a call whose tool it already matched)."""
+        regex = self._path if kind == "path" else self._text
+        if regex is None:
+            return True
+        if kind is None or not unit.spellings or (unit.opaque and self.action == "allow"):
+            return False
+        return any(regex.fullmatch(spelling) is not None for spelling in unit.spellings)
+
+
+_SHORT_FORM = re.compile(r"^\s*([^()\s]+)\s*\((.*)\)\s*$", re.DOTALL)
+
+
+def compile_rules(rules: Sequence[Rule]) -> tuple[CompiledRule, ...]:
+    """Check and compile the config's rules.
+
+    :raises ValueError: naming ``rules[i]`` for an empty tool or pattern, or a pattern given twice.
+    """
+    compiled = []
+    for index, rule in enumerate(rules):
+        where = f"plugins.permissions.rules[{index}]"
+        tool, pattern = rule.tool.strip(), rule.pattern
+        short = _SHORT_FORM.match(tool)
+        if short is not None:
+            if pattern is not None:
+                msg = f"{where}: the pattern is given twice, in tool = {rule.tool!r} and in pattern; keep one"
+                raise ValueError(msg)
+            tool, pattern = short.group(1), short.group(2)
+        if not tool:
+            msg = f"{where}: tool is empty; name a tool (e.g. 'bash') or use '*' for every tool"
+            raise ValueError(msg)
+        if pattern is not None and not pattern.strip():
+            msg = f"{where}: the pattern is empty; leave it out to match every call of {tool!r}"
+            raise ValueError(msg)
+        compiled.append(CompiledRule.build(index, tool, rule.action, pattern))
+    return tuple(compiled)
+
+
+# ---------------------------------------------------------------------- subjects
+
+_KEYWORDS: Final = frozenset({"if", "then", "else", "elif", "do", "while", "until", "time", "!", "{", "("})
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=\S*\s+")
+
+
+def _clean_segment(segment: str) -> str:
+    text = segment.strip()
+    while True:
+        before = text
+        text = text.lstrip("({").strip()
+        head, _, rest = text.partition(" ")
+        if head in _KEYWORDS:
+            text = rest.strip()
+        text = _ASSIGNMENT.sub("", text, count=1)
+        if text == before:
+            break
+    # A subshell's or group's closing bracket, but not the one of a `$(...)` inside the command.
+    while text.endswith((")", "}")) and text.count(")") + text.count("}") > text.count("(") + text.count("{"):
+        text = text[:-1].rstrip()
+    return text
+
+
+def command_units(command: str) -> tuple[Unit, ...]:
+    """The simple commands of a shell command line, each flagged when it holds a substitution."""
+    units: list[Unit] = []
+    current = ""
+    opaque = False
+    quote: str | None = None
+    index = 0
+
+    def close() -> None:
+        nonlocal current, opaque
+        cleaned = _clean_segment(current)
+        if cleaned:
+            units.append(Unit((cleaned,), opaque))
+        current, opaque = "", False
+
+    while index < len(command):
+        char = command[index]
+        pair = command[index : index + 2]
+        if quote == "'":
+            if char == "'":
+                quote = None
+            current += char
+        elif char == "\\":
+            current += command[index : index + 2]
+            index += 2
+            continue
+        elif pair in ("$(", "<(", ">(") or char == "`":
+            opaque = True
+            current += char
+        elif quote == '"':
+            if char == '"':
+                quote = None
+            current += char
+        elif char in ("'", '"'):
+            quote = char
+            current += char
+        elif pair in ("&&", "||", ";;"):
+            close()
+            index += 2
+            continue
+        elif char in (";", "\n") or (char == "|" and pair != "|&"):
+            close()
+        elif pair == "|&":
+            close()
+            index += 2
+            continue
+        elif char == "&" and not current.endswith((">", "<")) and command[index + 1 : index + 2] != ">":
+            close()
+        else:
+            current += char
+        index += 1
+    close()
+    return tuple(units)
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _spellings(location: str, root: str | None) -> tuple[str, ...]:
+    if root is not None and _within(location, root):
+        relative = "." if location == root else os.path.relpath(location, root)
+        return (relative, location)
+    return (location,)
+
+
+def path_units(raw: str, cwd: str | None) -> tuple[Unit, ...]:
+    """The locations a path argument names, as written and with symlinks followed (blocking)."""
+    expanded = os.path.expanduser(raw)
+    if cwd is None:
+        return (Unit((os.path.normpath(expanded),)),)
+    lexical_root = os.path.normpath(os.path.abspath(cwd))
+    real_root = os.path.realpath(cwd)
+    lexical = os.path.normpath(os.path.join(lexical_root, expanded))
+    real = os.path.realpath(os.path.join(real_root, expanded))
+    units = [Unit(_spellings(lexical, lexical_root))]
+    real_unit = Unit(_spellings(real, real_root))
+    if real_unit not in units:
+        units.append(real_unit)
+    return tuple(units)
+
+
+def argument_text(parsed: Mapping[str, Any] | None, main: MainArgument) -> str | None:
+    """The main argument's value in the call, its default when left out, or ``None``."""
+    value = (parsed or {}).get(main.name, main.default)
+    return value if isinstance(value, str) else None
+
+
+# ---------------------------------------------------------------------- verdict
+
+
+@attrs.frozen
+class Verdict:
+    """What the policy says about a call: ``allow``, ``ask`` or ``deny``, why, and which rule decided."""
+
+    action: Action
+    reason: str | None = None
+    rule: CompiledRule | None = None
+
+
+def _shown(name: str, subject: Subject) -> str:
+    if subject.text is None:
+        return f"{name!r}"
+    text = subject.text if len(subject.text) <= 200 else subject.text[:200] + "..."
+    return f"{name} {text!r}"
+
+
+def evaluate(rules: Iterable[CompiledRule], name: str, subject: Subject, baseline: Verdict) -> Verdict:
+    """The verdict on a call of tool ``name`` with ``subject``, given the mode's ``baseline``."""
+    applicable = [rule for rule in rules if rule.matches_tool(name)]
+    units = subject.units or (Unit(()),)
+    deny_units = units
+    if subject.kind == "command" and subject.text is not None:
+        deny_units = (*units, Unit((subject.text.strip(),), opaque=True))
+    for rule in applicable:
+        if rule.action == "deny" and any(rule.matches(unit, subject.kind) for unit in deny_units):
+            reason = (
+                f"the permissions rule '{rule.label}' (plugins.permissions.rules[{rule.index}]) forbids it"
+            )
+            return Verdict("deny", reason, rule)
+    widening = [rule for rule in applicable if rule.action != "deny"]
+    decided = [next((rule for rule in widening if rule.matches(unit, subject.kind)), None) for unit in units]
+    ask = next((rule for rule in decided if rule is not None and rule.action == "ask"), None)
+    covered = all(rule is not None for rule in decided)
+    if not covered and baseline.action == "deny":
+        return baseline
+    if ask is not None:
+        reason = f"{_shown(name, subject)} matches the permissions rule '{ask.label}', which asks first"
+        return Verdict("ask", reason, ask)
+    if covered:
+        return Verdict("allow", None, decided[0])
+    return baseline

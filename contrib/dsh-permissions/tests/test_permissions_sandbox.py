@@ -1,0 +1,329 @@
+"""The bubblewrap sandbox: what it stops, and failing closed when it is required but cannot be made.
+
+Tests that need a working bwrap assert the fail-closed denial instead where bwrap is missing or
+the kernel refuses its namespaces, and print that they did so.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+import pytest
+from dsh_permissions import BwrapSandbox, SandboxStatus, SandboxUnavailableError
+from dsh_permissions._sandbox import bwrap_argv
+
+from dsh_core import CancelSignal, Context, ToolExecution, ToolResult
+
+from .conftest import Start
+from .permissions_kit import call, is_alive, read_fifo, text, wait_gone
+
+pytestmark = pytest.mark.anyio
+
+
+async def fails_closed_instead(start: Start, ws: Path, problem: str) -> None:
+    """bwrap cannot work here: check that a required sandbox refuses the command, and say so."""
+    print(f"bwrap is unavailable here ({problem}); asserting the fail-closed denial instead")
+    async with start(sandbox="required") as ctx:
+        result = await call(ctx, "bash", ws, command="touch ran.txt")
+    assert result.error_code == "DENIED"
+    assert "the sandbox is required (plugins.permissions.sandbox = 'required') but cannot be made" in text(
+        result
+    )
+    assert not (ws / "ran.txt").exists()
+
+
+async def run(ctx: Context, ws: Path, command: str) -> ToolResult:
+    result = await call(ctx, "bash", ws, command=command)
+    assert result.error_code is None, text(result)
+    return result
+
+
+# ---------------------------------------------------------------------- with a working bwrap
+
+
+async def test_sandbox_allows_the_workspace_and_stops_writes_elsewhere(
+    start: Start, ws: Path, host_dir: Path, bwrap_problem: str | None
+) -> None:
+    """In workspace-write, commands write the workspace but not the system, nor via `cd /`."""
+    if bwrap_problem is not None:
+        await fails_closed_instead(start, ws, bwrap_problem)
+        return
+    async with start(sandbox="required") as ctx:
+        inside = await run(ctx, ws, "echo hi > made.txt && cat made.txt")
+        outside = await run(ctx, ws, f"touch {host_dir}/planted.txt; echo status=$?")
+        root = await run(ctx, ws, "cd / && touch dsh-sandbox-escape; echo status=$?")
+    assert text(inside).startswith("hi\n")
+    assert (ws / "made.txt").read_text() == "hi\n"
+    assert "Read-only file system" in text(outside)
+    assert "status=1" in text(outside)
+    assert not (host_dir / "planted.txt").exists()
+    assert "Read-only file system" in text(root)
+    assert not await anyio.Path("/dsh-sandbox-escape").exists()
+
+
+async def test_read_only_mode_makes_the_workspace_read_only_too(
+    start: Start, ws: Path, bwrap_problem: str | None
+) -> None:
+    """A command allowed in read-only mode by a rule can read the workspace but not write it."""
+    if bwrap_problem is not None:
+        await fails_closed_instead(start, ws, bwrap_problem)
+        return
+    (ws / "notes.txt").write_text("notes\n")
+    rules = [{"tool": "bash", "action": "allow"}]
+    async with start(mode="read-only", rules=rules, sandbox="required") as ctx:
+        result = await run(ctx, ws, "cat notes.txt; echo new > notes.txt; echo status=$?")
+    assert text(result).startswith("notes\n")
+    assert "Read-only file system" in text(result)
+    assert (ws / "notes.txt").read_text() == "notes\n"
+
+
+async def test_sandbox_has_no_network(start: Start, ws: Path, bwrap_problem: str | None) -> None:
+    """Inside the sandbox only loopback exists, and a server listening on the host is unreachable."""
+    if bwrap_problem is not None:
+        await fails_closed_instead(start, ws, bwrap_problem)
+        return
+    accepted = []
+    async with await anyio.create_tcp_listener(local_host="127.0.0.1") as listener:
+        port = listener.extra(anyio.abc.SocketAttribute.local_port)
+        async with anyio.create_task_group() as tg:
+
+            async def handle(stream: anyio.abc.SocketStream) -> None:
+                accepted.append(stream)
+                await stream.aclose()
+
+            tg.start_soon(listener.serve, handle)
+            async with start(sandbox="required") as ctx:
+                interfaces = await run(ctx, ws, "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '")
+                connect = await run(
+                    ctx, ws, f"(exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null; echo status=$?"
+                )
+            tg.cancel_scope.cancel()
+    assert text(interfaces).splitlines()[0] == "lo"
+    assert len(text(interfaces).splitlines()) == 2  # lo, then the exit line
+    assert "status=1" in text(connect)
+    assert accepted == []
+
+
+async def test_full_access_runs_commands_unconfined(start: Start, ws: Path, host_dir: Path) -> None:
+    """full-access uses no sandbox: the network and the system are reachable (sandbox required or not)."""
+    accepted = anyio.Event()
+    async with await anyio.create_tcp_listener(local_host="127.0.0.1") as listener:
+        port = listener.extra(anyio.abc.SocketAttribute.local_port)
+        async with anyio.create_task_group() as tg:
+
+            async def handle(stream: anyio.abc.SocketStream) -> None:
+                accepted.set()
+                await stream.aclose()
+
+            tg.start_soon(listener.serve, handle)
+            async with start(mode="full-access", sandbox="required", bwrap="/nonexistent/bwrap") as ctx:
+                connect = await run(ctx, ws, f"(exec 3<>/dev/tcp/127.0.0.1/{port}); echo status=$?")
+                write = await run(ctx, ws, f"touch {host_dir}/made.txt; echo status=$?")
+            with anyio.fail_after(5):
+                await accepted.wait()
+            tg.cancel_scope.cancel()
+    assert "status=0" in text(connect)
+    assert "status=0" in text(write)
+    assert (host_dir / "made.txt").exists()
+
+
+async def test_cancel_kills_every_process_in_the_sandbox(
+    start: Start, ws: Path, bwrap_problem: str | None
+) -> None:
+    """Cancelling a sandboxed command stops bwrap and everything the command started inside."""
+    if bwrap_problem is not None:
+        await fails_closed_instead(start, ws, bwrap_problem)
+        return
+    os.mkfifo(ws / "ready.fifo")
+    # The background child signals from the process that becomes the sleep (same pid across exec).
+    command = "sh -c 'echo go > ready.fifo; exec sleep 876543.21' & exec sleep 876543.22"
+    signal = CancelSignal()
+    results: list[ToolResult] = []
+    async with start(sandbox="required") as ctx:
+
+        async def go() -> None:
+            results.append(await call(ctx, "bash", ws, signal=signal, command=command))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(go)
+            await read_fifo(ws / "ready.fifo")
+            pids = pids_with("876543.2")  # bwrap, its pid-1 helper, the shell and the child
+            [child] = [
+                pid for pid in pids if argv_of(pid)[0] in ("sh", "sleep") and "876543.21" in argv_of(pid)[-1]
+            ]
+            assert in_own_pid_namespace(child), "the command should run in the sandbox's pid namespace"
+            pidfds = [os.pidfd_open(pid) for pid in pids]  # held so the pids cannot be reused meanwhile
+            signal.cancel()
+    try:
+        assert results[0].error_code == "ABORTED"
+        await wait_gone(pids)
+    finally:
+        for fd in pidfds:
+            os.close(fd)
+
+
+def argv_of(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/cmdline").read_text().rstrip("\0").split("\0")
+
+
+def in_own_pid_namespace(pid: int) -> bool:
+    return os.readlink(f"/proc/{pid}/ns/pid") != os.readlink("/proc/self/ns/pid")
+
+
+async def test_sandbox_stops_daemons_that_left_the_process_group(
+    start: Start, ws: Path, bwrap_problem: str | None
+) -> None:
+    """A process started with setsid escapes a process-group kill, but not the sandbox's pid namespace."""
+    if bwrap_problem is not None:
+        await fails_closed_instead(start, ws, bwrap_problem)
+        return
+    os.mkfifo(ws / "ready.fifo")
+    os.mkfifo(ws / "go.fifo")
+    command = "setsid sh -c 'echo ready > ready.fifo; exec sleep 765432.1' & read x < go.fifo; echo finished"
+    results: list[ToolResult] = []
+    async with start(sandbox="required") as ctx:
+
+        async def go() -> None:
+            results.append(await call(ctx, "bash", ws, command=command))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(go)
+            await read_fifo(ws / "ready.fifo")
+            daemons = pids_with("765432.1")  # bwrap, its pid-1 helper, the shell and the daemon
+            [daemon] = [pid for pid in daemons if argv_of(pid)[0] in ("sh", "sleep")]
+            assert in_own_pid_namespace(daemon), "the command should run in the sandbox's pid namespace"
+            pidfds = [os.pidfd_open(pid) for pid in daemons]  # held so the pids cannot be reused meanwhile
+            await anyio.to_thread.run_sync(write_fifo, ws / "go.fifo")
+    try:
+        assert text(results[0]).startswith("finished\n")
+        await wait_gone(daemons)
+    finally:
+        for fd in pidfds:
+            os.close(fd)
+
+
+def pids_with(marker: str) -> list[int]:
+    """Live processes whose command line contains ``marker``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and is_alive(int(entry)):
+            try:
+                if marker in Path(f"/proc/{entry}/cmdline").read_text():
+                    found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+def write_fifo(path: Path) -> None:
+    with open(path, "w") as fifo:
+        fifo.write("go\n")
+
+
+# ---------------------------------------------------------------------- failing closed
+
+
+async def test_required_sandbox_without_bwrap_denies_commands(start: Start, ws: Path) -> None:
+    """sandbox = 'required' with no bwrap: bash is denied, saying why and how to fix it; nothing runs."""
+    async with start(sandbox="required", bwrap="/nonexistent/bwrap") as ctx:
+        result = await call(ctx, "bash", ws, command="touch ran.txt")
+        reads = await call(ctx, "list_dir", ws)
+    assert result.error_code == "DENIED"
+    assert text(result) == (
+        "Error: the call to tool 'bash' was denied: the sandbox is required (plugins.permissions.sandbox = "
+        "'required') but cannot be made: bubblewrap ('/nonexistent/bwrap') is not installed or not on PATH. "
+        "Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) on a kernel that allows unprivileged "
+        "user namespaces, or set sandbox = 'auto' to run commands unconfined. Do not repeat the same call; "
+        "try another approach, or ask the user."
+    )
+    assert not (ws / "ran.txt").exists()
+    assert not reads.is_error
+
+
+async def test_required_sandbox_with_a_failing_bwrap_denies_commands(
+    start: Start, ws: Path, tmp_path: Path
+) -> None:
+    """A bwrap that fails its probe (as where user namespaces are refused) is a denial quoting its error."""
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    async with start(sandbox="required", bwrap=str(fake)) as ctx:
+        result = await call(ctx, "bash", ws, command="touch ran.txt")
+        status = await ctx.sandbox.status()
+    assert result.error_code == "DENIED"
+    assert f"{fake} failed its probe (exit 1): bwrap: No permissions to create new namespace" in text(result)
+    assert not status.available
+    assert not (ws / "ran.txt").exists()
+
+
+async def test_required_sandbox_refuses_in_wrap_too(start: Start, ws: Path) -> None:
+    """The sandbox service itself refuses to hand out an unconfined command when one is required."""
+    async with start(sandbox="required", bwrap="/nonexistent/bwrap") as ctx:
+        execution = ToolExecution(call_id="c", name="bash", arguments="{}", agent_id="a1")
+        with pytest.raises(SandboxUnavailableError, match="the sandbox is required"):
+            await ctx.sandbox.wrap(["bash", "-c", "true"], cwd=str(ws), execution=execution)
+
+
+async def test_auto_without_bwrap_runs_unconfined_and_warns_once(
+    start: Start, ws: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """sandbox = 'auto' with no bwrap runs commands unconfined and logs one warning."""
+    with caplog.at_level(logging.WARNING, logger="dsh.permissions"):
+        async with start(sandbox="auto", bwrap="/nonexistent/bwrap") as ctx:
+            first = await run(ctx, ws, "echo one")
+            second = await run(ctx, ws, "echo two")
+    assert text(first).startswith("one\n")
+    assert text(second).startswith("two\n")
+    warnings = [r.getMessage() for r in caplog.records if r.name == "dsh.permissions"]
+    assert warnings == [
+        "commands run without a sandbox: bubblewrap ('/nonexistent/bwrap') is not installed or not on PATH "
+        "(plugins.permissions.sandbox = 'auto')"
+    ]
+
+
+async def test_sandbox_off_never_wraps(start: Start, ws: Path) -> None:
+    """sandbox = 'off' hands commands back untouched in every mode."""
+    async with start(sandbox="off") as ctx:
+        for agent, mode in (("a", "read-only"), ("b", "workspace-write"), ("c", "full-access")):
+            ctx.permissions.set_mode(agent, mode)
+            execution = ToolExecution(call_id="c", name="bash", arguments="{}", agent_id=agent)
+            assert await ctx.sandbox.wrap(["bash", "-c", "x"], cwd=str(ws), execution=execution) == [
+                "bash",
+                "-c",
+                "x",
+            ]
+
+
+def test_bwrap_argv_binds_the_workspace_after_tmp() -> None:
+    """The command line: read-only system, private /tmp, then the workspace, no network, own pid namespace."""
+    assert bwrap_argv("bwrap", ["bash", "-c", "ls"], cwd="/w", writable=True) == [
+        "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+        "--bind", "/w", "/w", "--unshare-net", "--unshare-pid", "--die-with-parent", "--new-session",
+        "--chdir", "/w", "--", "bash", "-c", "ls",
+    ]  # fmt: skip
+    read_only = bwrap_argv("bwrap", ["x"], cwd="/w", writable=False, network=True)
+    assert read_only[read_only.index("/tmp") + 1 : read_only.index("/tmp") + 4] == ["--ro-bind", "/w", "/w"]
+    assert "--unshare-net" not in read_only
+
+
+async def test_status_is_probed_once(tmp_path: Path) -> None:
+    """Concurrent first uses share one probe; the result is remembered."""
+    counter = tmp_path / "count"
+    fake = tmp_path / "bwrap"
+    fake.write_text(f"#!/bin/sh\necho x >> {counter}\nexit 0\n")
+    fake.chmod(0o755)
+    sandbox = BwrapSandbox("required", str(fake), lambda agent: "workspace-write")
+    results: list[SandboxStatus] = []
+    async with anyio.create_task_group() as tg:
+        for _ in range(3):
+            tg.start_soon(lambda: _append(results, sandbox))
+    assert [status.available for status in results] == [True, True, True]
+    assert counter.read_text() == "x\n"
+
+
+async def _append(results: list[SandboxStatus], sandbox: BwrapSandbox) -> None:
+    results.append(await sandbox.status())

@@ -1,0 +1,14 @@
+"""dsh plugin with the tools a coding agent needs, rooted at the session's cwd (the workspace).
+
+Load the ``workspace`` plugin (entry point) and tune it in ``[plugins.workspace]``. A policy
+plugin widens or narrows what the tools may touch through two optional services whose shapes
+are ``WorkspacePolicy`` and ``Sandbox``.
+"""
+
+from ._config import WorkspaceConfig as WorkspaceConfig
+from ._plugin import WorkspacePlugin as WorkspacePlugin
+from ._seams import Access as Access
+from ._seams import Sandbox as Sandbox
+from ._seams import WorkspacePolicy as WorkspacePolicy
+
+__all__ = ["Access", "Sandbox", "WorkspaceConfig", "WorkspacePlugin", "WorkspacePolicy"]

@@ -1,0 +1,196 @@
+"""Run one shell command as a process group: capped output, a timeout, and nothing left running.
+
+The command runs in a new session (so it leads its own process group) with stdin closed and
+stdout and stderr merged into one pipe, in the order they were written. Whatever way the call
+ends, the group is stopped and the leader reaped:
+
+* the command exits: background processes it left in the group are killed, then the pipe is
+  drained;
+* the timeout passes, or the caller is cancelled (a turn cancel reaches the tool as
+  cancellation): the group gets SIGTERM, then SIGKILL after a short grace, and the leader is
+  reaped, shielded from the cancellation and time-limited so that a cancel never hangs.
+
+Output beyond the cap keeps its head and its tail, with a marker saying how much was cut.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+
+import anyio
+import anyio.abc
+import attrs
+
+__all__ = ["CommandOutcome", "OutputCapture", "run_command"]
+
+logger = logging.getLogger("dsh.workspace")
+
+#: seconds a stopped group gets between SIGTERM and SIGKILL
+KILL_GRACE = 1.0
+#: seconds to wait for the leader to be reaped after SIGKILL (it cannot refuse; this is a backstop)
+_REAP_LIMIT = 5.0
+#: seconds to read what is left in the pipe after the command ended
+_DRAIN_LIMIT = 1.0
+
+
+class OutputCapture:
+    """Keeps the first and last ``limit / 2`` bytes of a stream and counts what falls between."""
+
+    __slots__ = ("_dropped", "_dropped_lines", "_head", "_head_limit", "_tail", "_tail_limit")
+
+    def __init__(self, limit: int) -> None:
+        self._head_limit = limit - limit // 2
+        self._tail_limit = limit // 2
+        self._head = bytearray()
+        self._tail = bytearray()
+        self._dropped = 0
+        self._dropped_lines = 0
+
+    def feed(self, data: bytes) -> None:
+        room = self._head_limit - len(self._head)
+        if room > 0:
+            self._head += data[:room]
+            data = data[room:]
+        if not data:
+            return
+        self._tail += data
+        excess = len(self._tail) - self._tail_limit
+        if excess > 0:
+            self._dropped += excess
+            self._dropped_lines += self._tail.count(b"\n", 0, excess)
+            del self._tail[:excess]
+
+    @property
+    def dropped(self) -> int:
+        """Bytes cut from the middle."""
+        return self._dropped
+
+    def text(self) -> str:
+        head = self._head.decode("utf-8", "replace")
+        tail = self._tail.decode("utf-8", "replace")
+        if not self._dropped:
+            return head + tail
+        lines = "1 line" if self._dropped_lines == 1 else f"{self._dropped_lines} lines"
+        marker = f"\n[... {self._dropped} bytes ({lines}) of output cut here; the start and the end are kept ...]\n"
+        return head + marker + tail
+
+
+@attrs.frozen
+class CommandOutcome:
+    """How a command ended."""
+
+    output: str
+    #: the exit status; negative: killed by that signal
+    exit_code: int | None
+    timed_out: bool
+    seconds: float
+    #: bytes of output cut from the middle
+    cut: int
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    # The group may be gone already (ESRCH); a recycled id owned by someone else gives EPERM.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+async def _stop_group(process: anyio.abc.Process, grace: float) -> None:
+    """SIGTERM the group, wait ``grace`` for the leader, SIGKILL the group, reap the leader.
+
+    The final SIGKILL goes to the whole group even when the leader exited in time: members
+    that ignored SIGTERM or were still exiting must not outlive the call.
+    """
+    _signal_group(process.pid, signal.SIGTERM)
+    with anyio.move_on_after(grace):
+        await process.wait()
+    _signal_group(process.pid, signal.SIGKILL)
+    with anyio.move_on_after(_REAP_LIMIT) as backstop:
+        await process.wait()
+    if backstop.cancelled_caught:
+        logger.warning("process %d did not exit after SIGKILL within %.0f s", process.pid, _REAP_LIMIT)
+
+
+async def _pump(stream: anyio.abc.ByteReceiveStream, capture: OutputCapture, done: anyio.Event) -> None:
+    try:
+        async for chunk in stream:
+            capture.feed(chunk)
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+        pass
+    finally:
+        done.set()
+
+
+async def run_command(
+    argv: Sequence[str],
+    *,
+    cwd: str,
+    time_limit: float,
+    max_output: int,
+    env: Mapping[str, str] | None = None,
+    grace: float = KILL_GRACE,
+) -> CommandOutcome:
+    """Run ``argv`` in ``cwd`` as its own process group and return its output and exit status.
+
+    After ``time_limit`` seconds the group is stopped and the outcome says ``timed_out``.
+    Cancellation propagates after the group is stopped and reaped.
+
+    :raises OSError: when the process cannot be started (no such program, bad cwd).
+    """
+    capture = OutputCapture(max_output)
+    started = time.monotonic()
+    # Shielded: on asyncio the child already runs while the spawn is still being awaited, and a
+    # cancel landing there would lose the process handle, killing the leader but orphaning its
+    # children. Spawning is quick; the cancel takes effect at the first await below.
+    with anyio.CancelScope(shield=True):
+        process = await anyio.open_process(
+            list(argv),
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    timed_out = False
+    try:
+        stdout = process.stdout
+        if stdout is None:  # opened with PIPE; a None here is a bug, not a user error
+            msg = "the command's output pipe is missing"
+            raise RuntimeError(msg)
+        drained = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_pump, stdout, capture, drained)
+            with anyio.move_on_after(time_limit) as deadline:
+                await process.wait()
+            if deadline.cancelled_caught:
+                timed_out = True
+                await _stop_group(process, grace)
+            else:
+                # The leader is done; background members of its group would keep the pipe open
+                # (and outlive the call), so they go too. A process that left the group with
+                # setsid() can still hold the pipe: the drain is therefore time-limited.
+                _signal_group(process.pid, signal.SIGKILL)
+            with anyio.move_on_after(_DRAIN_LIMIT):
+                await drained.wait()
+            tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            if process.returncode is None:
+                await _stop_group(process, grace)
+            else:
+                _signal_group(process.pid, signal.SIGKILL)
+            with anyio.move_on_after(_REAP_LIMIT):
+                await process.aclose()
+    return CommandOutcome(
+        output=capture.text(),
+        exit_code=process.returncode,
+        timed_out=timed_out,
+        seconds=time.monotonic() - started,
+        cut=capture.dropped,
+    )

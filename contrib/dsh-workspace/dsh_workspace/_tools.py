@@ -1,0 +1,294 @@
+"""The seven workspace tools as the model sees them: schemas, descriptions, and error results.
+
+Each tool resolves its workspace from the call (``execution.cwd``), runs its blocking file work
+in a worker thread, and turns a ``WorkspaceError`` into an error result (``TOOL_ERROR``) whose
+text tells the model what to do instead. The read tools are parallel-safe.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+from typing import TYPE_CHECKING
+
+import anyio.from_thread
+import anyio.to_thread
+
+from dsh_core import Text, Tool, ToolExecution, ToolResult, tool
+
+from ._config import WorkspaceConfig
+from ._edit import edit_file as _edit_file
+from ._files import list_dir as _list_dir
+from ._files import read_text_file
+from ._files import write_file as _write_file
+from ._paths import Workspace, WorkspaceError, workspace_of
+from ._seams import SANDBOX_SERVICE
+from ._search import grep as _grep
+from ._shell import CommandOutcome, run_command
+from ._walk import compile_glob, walk
+
+if TYPE_CHECKING:
+    from dsh_core import Context
+
+__all__ = ["READ_TOOLS", "make_tools"]
+
+#: tools that only read (parallel-safe); the others change files or run commands
+READ_TOOLS = ("read_file", "list_dir", "glob", "grep")
+#: the most lines of context grep shows around a match
+_MAX_CONTEXT = 10
+#: environment for commands: no pager waits for a key, no git prompt waits for a password
+_QUIET_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
+
+
+def _failure(message: str) -> ToolResult:
+    return ToolResult(content=(Text(f"Error: {message}"),), is_error=True, error_code="TOOL_ERROR")
+
+
+def make_tools(ctx: Context, config: WorkspaceConfig) -> list[Tool]:
+    """The workspace tools, bound to the plugin's context (for its services) and configuration."""
+
+    async def workspace_for(execution: ToolExecution) -> Workspace:
+        return await workspace_of(execution, ctx)
+
+    @tool(
+        parallel_safe=True,
+        description=(
+            "Read a text file of the workspace, with line numbers (a tab follows each number). "
+            f"Shows at most {config.max_read_lines} lines per call; the result says which offset "
+            "continues a long file. Binary files are refused."
+        ),
+    )
+    async def read_file(
+        path: str, offset: int | None = None, limit: int | None = None, *, execution: ToolExecution
+    ) -> str | ToolResult:
+        """Read a text file of the workspace, with line numbers.
+
+        Args:
+            path: the file, relative to the workspace root
+            offset: the first line to show, counting from 1 (default 1)
+            limit: how many lines to show at most
+        """
+        try:
+            if offset is not None and offset < 1:
+                msg = f"offset counts lines from 1, got {offset}"
+                raise WorkspaceError(msg)
+            if limit is not None and limit < 1:
+                msg = f"limit must be at least 1, got {limit}"
+                raise WorkspaceError(msg)
+            lines = config.max_read_lines if limit is None else min(limit, config.max_read_lines)
+            target = await (await workspace_for(execution)).resolve(path, "read")
+            return await anyio.to_thread.run_sync(
+                read_text_file, target, offset or 1, lines, config.max_read_chars
+            )
+        except WorkspaceError as exc:
+            return _failure(str(exc))
+
+    @tool
+    async def write_file(path: str, content: str, *, execution: ToolExecution) -> str | ToolResult:
+        """Create a file, or replace all of an existing file's content. Missing directories are created.
+        To change part of a file, use edit_file instead.
+
+        Args:
+            path: the file, relative to the workspace root
+            content: the complete new content of the file
+        """
+        try:
+            target = await (await workspace_for(execution)).resolve(path, "write")
+            return await anyio.to_thread.run_sync(_write_file, target, content)
+        except WorkspaceError as exc:
+            return _failure(str(exc))
+
+    @tool
+    async def edit_file(
+        path: str, old_text: str, new_text: str, replace_all: bool = False, *, execution: ToolExecution
+    ) -> str | ToolResult:
+        """Replace exact text in a file. old_text must occur exactly once, unless replace_all is true.
+        Copy old_text from the file exactly, whitespace included and without read_file's line
+        numbers; include enough surrounding lines to make it unique.
+
+        Args:
+            path: the file, relative to the workspace root
+            old_text: the exact text to replace
+            new_text: the text to put in its place
+            replace_all: replace every occurrence instead of requiring exactly one
+        """
+        try:
+            target = await (await workspace_for(execution)).resolve(path, "write")
+            return await anyio.to_thread.run_sync(_edit_file, target, old_text, new_text, replace_all)
+        except WorkspaceError as exc:
+            return _failure(str(exc))
+
+    @tool(parallel_safe=True)
+    async def list_dir(path: str = ".", *, execution: ToolExecution) -> str | ToolResult:
+        """List a directory of the workspace: subdirectories (ending in /) first, then files with sizes.
+
+        Args:
+            path: the directory, relative to the workspace root (default: the root)
+        """
+        try:
+            target = await (await workspace_for(execution)).resolve(path, "read")
+            return await anyio.to_thread.run_sync(_list_dir, target, config.max_results)
+        except WorkspaceError as exc:
+            return _failure(str(exc))
+
+    @tool(parallel_safe=True)
+    async def glob(pattern: str, path: str = ".", *, execution: ToolExecution) -> str | ToolResult:
+        """Find files and directories by name pattern, e.g. '**/*.py', 'src/*.{ts,tsx}', 'docs/**'.
+        '*' matches within one directory level and '**' across levels; a pattern without '/'
+        matches only directly in path. Directories are shown with a trailing '/'.
+
+        Args:
+            pattern: the glob pattern, relative to path
+            path: the directory to search, relative to the workspace root (default: the root)
+        """
+        try:
+            workspace = await workspace_for(execution)
+            base = await workspace.resolve(path, "read")
+            try:
+                matches, depth = compile_glob(pattern)
+            except ValueError as exc:
+                raise WorkspaceError(str(exc)) from None
+
+            def search() -> tuple[list[str], int]:
+                if not os.path.isdir(base.real):
+                    msg = f"{base.shown!r} is not a directory; glob searches below a directory"
+                    raise WorkspaceError(msg)
+                found: list[str] = []
+                total = 0
+                for relative, real, is_dir in walk(
+                    base.real, max_depth=depth, check=anyio.from_thread.check_cancelled
+                ):
+                    if matches(relative):
+                        total += 1
+                        if len(found) < config.max_results:
+                            found.append(workspace.show(real) + ("/" if is_dir else ""))
+                return sorted(found), total
+
+            found, total = await anyio.to_thread.run_sync(search)
+        except WorkspaceError as exc:
+            return _failure(str(exc))
+        if not found:
+            place = "the workspace" if base.shown == "." else base.shown
+            return f"No files match {pattern!r} in {place}."
+        if total > len(found):
+            found.append(f"[{total - len(found)} more matches not shown; narrow the pattern]")
+        return "\n".join(found)
+
+    @tool(parallel_safe=True)
+    async def grep(
+        pattern: str,
+        path: str = ".",
+        glob: str | None = None,
+        ignore_case: bool = False,
+        context: int = 0,
+        *,
+        execution: ToolExecution,
+    ) -> str | ToolResult:
+        """Search file contents for a regular expression; prints path:line:text for each matching line.
+
+        Args:
+            pattern: the regular expression
+            path: a file or directory to search, relative to the workspace root (default: the root)
+            glob: only search files whose names match this pattern, e.g. '*.py' (with '/': paths below path)
+            ignore_case: match without regard to case
+            context: lines of context to show before and after each match (0 to 10)
+        """
+        try:
+            if not 0 <= context <= _MAX_CONTEXT:
+                msg = f"context must be between 0 and {_MAX_CONTEXT} lines, got {context}"
+                raise WorkspaceError(msg)
+            workspace = await workspace_for(execution)
+            target = await workspace.resolve(path, "read")
+            return await _grep(
+                workspace,
+                target,
+                pattern,
+                file_glob=glob,
+                ignore_case=ignore_case,
+                context=context,
+                max_matches=config.max_results,
+                backend=config.search,
+            )
+        except WorkspaceError as exc:
+            return _failure(str(exc))
+
+    @tool(
+        description=(
+            "Run a shell command with bash in the workspace root and return its output and exit code. "
+            "stdout and stderr are merged; long output keeps its start and end. Commands cannot read "
+            "input. Processes the command leaves in the background are stopped when it ends. "
+            f"The timeout is {config.bash_timeout:g} seconds unless given (at most {config.bash_max_timeout:g})."
+        )
+    )
+    async def bash(
+        command: str,
+        timeout: float | None = None,  # noqa: ASYNC109 - the argument the model sees: the command's limit
+        *,
+        execution: ToolExecution,
+    ) -> str | ToolResult:
+        """Run a shell command in the workspace root.
+
+        Args:
+            command: the command line, e.g. 'pytest -x tests/test_app.py'
+            timeout: seconds before the command is stopped
+        """
+        limit = config.bash_timeout if timeout is None else timeout
+        try:
+            if not 0 < limit <= config.bash_max_timeout:
+                msg = f"timeout must be more than 0 and at most {config.bash_max_timeout:g} seconds, got {limit:g}"
+                raise WorkspaceError(msg)
+            root = (await workspace_for(execution)).root
+            shell = shutil.which(config.shell)
+            if shell is None:
+                msg = f"the shell {config.shell!r} is not installed (not found on PATH); commands cannot run"
+                raise WorkspaceError(msg)
+        except WorkspaceError as exc:
+            return _failure(str(exc))
+        argv: list[str] = [shell, "-c", command]
+        sandbox = ctx.get_service(SANDBOX_SERVICE)
+        if sandbox is not None:
+            try:
+                argv = list(await sandbox.wrap(argv, cwd=root, execution=execution))
+            except Exception as exc:  # noqa: BLE001 - a refusing sandbox fails closed: the command does not run
+                return _failure(f"the command was not run: {exc}")
+        try:
+            outcome = await run_command(
+                argv,
+                cwd=root,
+                time_limit=limit,
+                max_output=config.max_output_bytes,
+                env={**os.environ, **_QUIET_ENV},
+            )
+        except OSError as exc:
+            return _failure(f"the command could not be started: {exc.strerror or exc}")
+        return _command_result(outcome, limit)
+
+    return [read_file, write_file, edit_file, list_dir, glob, grep, bash]
+
+
+def _command_result(outcome: CommandOutcome, limit: float) -> str | ToolResult:
+    output = outcome.output if outcome.output.strip() else "(no output)\n"
+    if not output.endswith("\n"):
+        output += "\n"
+    if outcome.timed_out:
+        text = (
+            f"{output}[timed out after {limit:g} s: the command and every process it started were stopped. "
+            "Run something quicker, or pass a longer timeout.]"
+        )
+        return ToolResult(
+            content=(Text(text),), is_error=True, error_code="TIMEOUT", metadata={"timed_out": True}
+        )
+    code = outcome.exit_code
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        status = f"killed by {name}"
+    else:
+        status = f"exit code {code}"
+    return ToolResult(
+        content=(Text(f"{output}[{status}; {outcome.seconds:.1f} s]"),),
+        metadata={"exit_code": code, "output_cut": outcome.cut},
+    )

@@ -1,0 +1,220 @@
+"""bash: output and exit code, timeout, output cap, and no process outliving the call."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+import pytest
+from dsh_workspace import Sandbox, WorkspacePlugin
+from dsh_workspace._shell import OutputCapture
+
+from dsh_core import CancelSignal, Context, Harness, ToolExecution
+
+from .workspace_kit import call, is_alive, pids_running, read_fifo, text, wait_gone
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_bash_reports_output_and_exit_code(ctx: Context, ws: Path) -> None:
+    """stdout and stderr arrive merged in order, the command runs in the workspace, the exit code is shown."""
+    result = await call(ctx, "bash", ws, command="echo out; echo err >&2; pwd; exit 3")
+    assert not result.is_error
+    lines = text(result).splitlines()
+    assert lines[:3] == ["out", "err", str(ws)]
+    assert lines[3].startswith("[exit code 3; ")
+    assert result.metadata["exit_code"] == 3
+
+
+async def test_bash_without_output_and_without_input(ctx: Context, ws: Path) -> None:
+    """A silent command says so, and a command reading stdin gets end-of-file at once."""
+    result = await call(ctx, "bash", ws, command="cat")
+    assert text(result).startswith("(no output)\n[exit code 0; ")
+
+
+async def test_bash_reports_death_by_signal(ctx: Context, ws: Path) -> None:
+    """A command killed by a signal is reported with the signal's name."""
+    result = await call(ctx, "bash", ws, command="kill -KILL $$")
+    assert "[killed by SIGKILL; " in text(result)
+
+
+async def test_bash_timeout_stops_the_command_and_keeps_its_output(ctx: Context, ws: Path) -> None:
+    """Past its timeout the command is stopped; the result is a TIMEOUT error with the output so far."""
+    result = await call(ctx, "bash", ws, command="echo $$; exec sleep 1000", timeout=1)
+    assert result.is_error
+    assert result.error_code == "TIMEOUT"
+    shown = text(result)
+    pid = int(shown.splitlines()[0])
+    assert "[timed out after 1 s: the command and every process it started were stopped." in shown
+    await wait_gone([pid])
+
+
+@pytest.mark.parametrize("workspace_config", [{"bash_timeout": 0.25, "bash_max_timeout": 5}])
+async def test_bash_default_and_maximum_timeout_come_from_config(ctx: Context, ws: Path) -> None:
+    """Without a timeout the configured default applies; asking for more than the maximum is refused."""
+    result = await call(ctx, "bash", ws, command="exec sleep 1000")
+    assert "timed out after 0.25 s" in text(result)
+    too_long = await call(ctx, "bash", ws, command="true", timeout=6)
+    assert too_long.error_code == "TOOL_ERROR"
+    assert "timeout must be more than 0 and at most 5 seconds, got 6" in text(too_long)
+    zero = await call(ctx, "bash", ws, command="true", timeout=0)
+    assert "got 0" in text(zero)
+
+
+@pytest.mark.parametrize("workspace_config", [{"max_output_bytes": 1000}])
+async def test_bash_output_cap_keeps_head_and_tail(ctx: Context, ws: Path) -> None:
+    """Long output keeps its first and last bytes, with a marker saying how much was cut."""
+    result = await call(ctx, "bash", ws, command="seq 1 100000")
+    shown = text(result)
+    assert shown.startswith("1\n2\n3\n")
+    assert "99999\n100000\n[exit code 0" in shown
+    total = len("".join(f"{n}\n" for n in range(1, 100001)))
+    assert f"[... {total - 1000} bytes (" in shown
+    assert "of output cut here; the start and the end are kept ...]" in shown
+    assert result.metadata["output_cut"] == total - 1000
+
+
+def test_output_capture_counts_what_it_cuts() -> None:
+    """OutputCapture keeps limit/2 bytes from each end and counts the bytes and lines between."""
+    capture = OutputCapture(10)
+    for piece in (b"abc\n", b"def\n", b"ghi\n", b"jkl\n"):
+        capture.feed(piece)
+    assert capture.dropped == 6
+    assert capture.text() == (
+        "abc\nd\n[... 6 bytes (1 line) of output cut here; the start and the end are kept ...]\n\njkl\n"
+    )
+    small = OutputCapture(100)
+    small.feed(b"short")
+    assert small.text() == "short"
+    assert small.dropped == 0
+
+
+async def test_background_processes_are_stopped_when_the_command_ends(ctx: Context, ws: Path) -> None:
+    """A process the command leaves running in the background does not outlive the call."""
+    result = await call(ctx, "bash", ws, command="sleep 987654.1 & echo $!")
+    pid = int(text(result).splitlines()[0])
+    await wait_gone([pid])
+    assert pids_running(["sleep", "987654.1"]) == []
+
+
+async def _start_group(
+    ctx: Context, ws: Path, tg: anyio.abc.TaskGroup, signal: CancelSignal | None
+) -> list[int]:
+    """Start `bash -c 'sleep 1000 & sleep 1000'` through the tool; return the pids it reports."""
+    fifo = ws / "pids.fifo"
+    os.mkfifo(fifo)
+    results: list[object] = []
+
+    async def run() -> None:
+        results.append(
+            await call(
+                ctx, "bash", ws, signal=signal, command="sleep 1000 & echo $$ $! > pids.fifo; sleep 1000"
+            )
+        )
+
+    tg.start_soon(run)
+    pids = [int(pid) for pid in (await read_fifo(fifo)).split()]
+    assert len(pids) == 2
+    assert all(is_alive(pid) for pid in pids)
+    return pids
+
+
+async def test_cancel_through_the_signal_kills_the_whole_process_group(ctx: Context, ws: Path) -> None:
+    """Cancelling the call's signal stops the shell and its background child; the result is ABORTED."""
+    signal = CancelSignal()
+    async with anyio.create_task_group() as tg:
+        pids = await _start_group(ctx, ws, tg, signal)
+        pidfds = [os.pidfd_open(pid) for pid in pids]  # held so the pids cannot be reused meanwhile
+        signal.cancel("user pressed stop")
+    try:
+        await wait_gone(pids)
+    finally:
+        for fd in pidfds:
+            os.close(fd)
+    assert not any(is_alive(pid) for pid in pids)
+
+
+async def test_task_cancellation_kills_the_whole_process_group(ctx: Context, ws: Path) -> None:
+    """Cancelling the task running the call stops every process of the group before it returns."""
+    async with anyio.create_task_group() as tg:
+        pids = await _start_group(ctx, ws, tg, None)
+        tg.cancel_scope.cancel()
+    await wait_gone(pids)
+    assert not any(is_alive(pid) for pid in pids)
+
+
+async def test_cancelled_call_result_is_aborted(ctx: Context, ws: Path) -> None:
+    """The call cancelled through its signal ends with an ABORTED result."""
+    signal = CancelSignal()
+    fifo = ws / "ready.fifo"
+    os.mkfifo(fifo)
+    results = []
+
+    async def run() -> None:
+        results.append(
+            await call(ctx, "bash", ws, signal=signal, command="echo go > ready.fifo; exec sleep 1000")
+        )
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        await read_fifo(fifo)
+        signal.cancel()
+    assert results[0].error_code == "ABORTED"
+
+
+class PrefixSandbox:
+    """A sandbox that runs every command under `env SANDBOXED=yes` and records what it was given."""
+
+    def __init__(self, refuse: str | None = None) -> None:
+        self.refuse = refuse
+        self.seen: list[tuple[list[str], str, str]] = []
+
+    async def wrap(self, argv: Sequence[str], *, cwd: str, execution: ToolExecution) -> Sequence[str]:
+        self.seen.append((list(argv), cwd, execution.name))
+        if self.refuse is not None:
+            raise RuntimeError(self.refuse)
+        return ["env", "SANDBOXED=yes", *argv]
+
+
+class SandboxPlugin:
+    name = "test-sandbox"
+    provides = ("sandbox",)
+
+    def __init__(self, sandbox: PrefixSandbox) -> None:
+        self.sandbox = sandbox
+
+    def start(self, ctx: Context) -> None:
+        ctx.provide("sandbox", self.sandbox)
+
+
+async def test_bash_runs_through_the_sandbox_service(ws: Path) -> None:
+    """The sandbox service gets the argv and the workspace, and what it returns is what runs."""
+    sandbox = PrefixSandbox()
+    assert isinstance(sandbox, Sandbox)
+    async with Harness(plugins=[WorkspacePlugin, SandboxPlugin(sandbox)], autoload=False) as ctx:
+        result = await call(ctx, "bash", ws, command="echo $SANDBOXED")
+    assert text(result).startswith("yes\n")
+    [(argv, cwd, name)] = sandbox.seen
+    assert argv[1:] == ["-c", "echo $SANDBOXED"]
+    assert argv[0].endswith("bash")
+    assert (cwd, name) == (str(ws), "bash")
+
+
+async def test_a_refusing_sandbox_means_the_command_does_not_run(ws: Path) -> None:
+    """When the sandbox raises, the command is not run at all and its message is the error."""
+    sandbox = PrefixSandbox(refuse="no sandbox here")
+    async with Harness(plugins=[WorkspacePlugin, SandboxPlugin(sandbox)], autoload=False) as ctx:
+        result = await call(ctx, "bash", ws, command="touch ran.txt")
+    assert result.is_error
+    assert result.error_code == "TOOL_ERROR"
+    assert text(result) == "Error: the command was not run: no sandbox here"
+    assert not (ws / "ran.txt").exists()
+
+
+@pytest.mark.parametrize("workspace_config", [{"shell": "no-such-shell-anywhere"}])
+async def test_missing_shell_is_an_error(ctx: Context, ws: Path) -> None:
+    """A shell that is not installed is named in the error."""
+    result = await call(ctx, "bash", ws, command="true")
+    assert "the shell 'no-such-shell-anywhere' is not installed" in text(result)
