@@ -1,0 +1,215 @@
+"""What durable sessions cost: the persistence-jsonl plugin against the in-memory harness.
+
+Prints: us per appended event without and with the plugin (the ``session/event`` listener only
+buffers), us per event for the batched write, the cost of a turn-end flush (write + fsync), the
+loop's cost per text step without and with persistence (ratio in the same run), resume time for
+sessions of 10k and 100k events, and bytes on disk per streamed chunk. Budgets (issue 6):
+persistence adds <= 20% to the per-step overhead; resume of 100k events <= 1 s.
+
+The store lives in a temp folder (``$TMPDIR``): put it on the disk you care about, since fsync is
+what a flush costs and tmpfs makes it free. Figures only, never asserted.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+from dsh_persistence_jsonl import PersistencePlugin, _writer
+
+from dsh_core import AgentOptions, ContinuationDecision, Harness, Text, UserMessage, hookimpl
+from dsh_core._content import AssistantMessage
+from dsh_core.llm import Finish, TextDelta
+from dsh_core.testing import ScriptedModel
+
+OPTIONS = AgentOptions(model="scripted/bench")
+
+
+class KeepGoing:
+    """Continue every turn until step ``steps``: a turn of many text steps measures the step alone."""
+
+    def __init__(self, steps: int) -> None:
+        self.steps = steps
+
+    @hookimpl
+    def dsh_agent_turn_continuation(self, step: int) -> ContinuationDecision | None:
+        return ContinuationDecision(action="continue") if step < self.steps else None
+
+
+def harness(root: Path | None, *plugins: object, batch_delay: float = 0.1) -> Harness:
+    if root is None:
+        return Harness(autoload=False, plugins=plugins)
+    config = {"plugins": {"persistence-jsonl": {"root": str(root), "batch_delay": batch_delay}}}
+    return Harness(config=config, plugins=[PersistencePlugin(), *plugins], autoload=False)
+
+
+async def append_cost(root: Path | None, count: int = 100_000) -> tuple[float, float]:
+    """Seconds per ``append`` of a small event, and per event for the flush that writes them all."""
+    async with harness(root, batch_delay=3600) as ctx:
+        session = await ctx.sessions.create("appends")
+        data = {"turn": 1, "step": 1, "chunk": TextDelta(0, "word ").to_json()}
+        gc.disable()
+        start = time.perf_counter()
+        for _ in range(count):
+            session.append("assistant/chunk", data)
+        appended = time.perf_counter() - start
+        gc.enable()
+        start = time.perf_counter()
+        await ctx.sessions.flush(session)
+        flushed = time.perf_counter() - start
+    return appended / count, flushed / count
+
+
+async def flush_cost(root: Path, turns: int = 200, events: int = 30) -> tuple[float, float]:
+    """Median and 90th-percentile seconds of a turn-end flush after ``events`` events."""
+    async with harness(root, batch_delay=3600) as ctx:
+        session = await ctx.sessions.create("flushes")
+        samples = []
+        for _ in range(turns):
+            for index in range(events):
+                session.append("note/added", {"index": index, "text": "x" * 40})
+            start = time.perf_counter()
+            await ctx.sessions.flush(session)
+            samples.append(time.perf_counter() - start)
+    samples.sort()
+    return statistics.median(samples), samples[int(len(samples) * 0.9)]
+
+
+async def step_cost(root: Path | None, steps: int = 100, turns: int = 10) -> float:
+    """Seconds per text step, in turns of ``steps`` steps (the turn-end flush and its fsync are
+    shared by the turn's steps, as in real use); best of 3 agents, GC paused while timing."""
+    model = ScriptedModel()
+    best = float("inf")
+    async with harness(root, KeepGoing(steps)) as ctx:
+        ctx.llm.register_adapter("scripted", model)
+        for repeat in range(3):
+            async with await ctx.agents.create(f"steps-{repeat}", agent_options=OPTIONS) as handle:
+                model.add(*([ScriptedModel.text("answer")] * steps * turns))
+                await handle.agent.run("warm up")  # the first turn pays for creating the log
+                model.add(*([ScriptedModel.text("answer")] * steps))
+                gc.disable()
+                start = time.perf_counter()
+                for _ in range(turns):
+                    await handle.agent.run("go")
+                elapsed = time.perf_counter() - start
+                gc.enable()
+            best = min(best, elapsed / (steps * turns))
+    return best
+
+
+async def build_session(root: Path, session_id: str, events: int) -> None:
+    """A stored session of about ``events`` events: turns of a prompt, a streamed answer of 40 chunks."""
+    async with harness(root, batch_delay=3600) as ctx:
+        session = await ctx.sessions.create(session_id)
+        turn = 0
+        while len(session.events) < events:
+            turn += 1
+            prompt = UserMessage(content=(Text(f"question {turn}"),))
+            session.append("inbox/queued", {"id": f"q{turn}", "kind": "send", "message": prompt.to_json()})
+            session.append("turn/start", {"turn": turn})
+            session.append("user/message", {"message": prompt.to_json(), "queued_id": f"q{turn}"})
+            session.append("step/start", {"turn": turn, "step": 1})
+            for _ in range(40):
+                session.append(
+                    "assistant/chunk", {"turn": turn, "step": 1, "chunk": TextDelta(0, "word ").to_json()}
+                )
+            session.append("assistant/chunk", {"turn": turn, "step": 1, "chunk": Finish("stop").to_json()})
+            answer = AssistantMessage(content=(Text("word " * 40),), provider="scripted", model="bench")
+            session.append("assistant/message", {"turn": turn, "step": 1, "message": answer.to_json()})
+            session.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+
+
+async def resume_cost(root: Path, events: int) -> tuple[int, float, float, float]:
+    """(events, seconds for load(), for ctx.agents.resume(), for a bare ``json.loads`` of every
+    line as a yardstick of this machine) of a stored session; best of 3."""
+    session_id = f"resume-{events}"
+    await build_session(root, session_id, events)
+    gc.collect()
+    lines = (root / session_id / "session.jsonl").read_bytes().split(b"\n")[:-1]
+    start = time.perf_counter()
+    for line in lines:
+        json.loads(line)
+    baseline = time.perf_counter() - start
+    del lines
+    loads, resumes = [], []
+    count = 0
+    for _ in range(3):
+        async with harness(root) as ctx:
+            ctx.llm.register_adapter("scripted", ScriptedModel())
+            start = time.perf_counter()
+            loaded = await ctx.session_persistence.load(session_id)
+            loads.append(time.perf_counter() - start)
+            count = len(loaded.events)
+        async with harness(root) as ctx:
+            ctx.llm.register_adapter("scripted", ScriptedModel())
+            start = time.perf_counter()
+            handle = await ctx.agents.resume(session_id, agent_options=OPTIONS)
+            resumes.append(time.perf_counter() - start)
+            await handle.dispose()
+    return count, min(loads), min(resumes), baseline
+
+
+async def bytes_per_chunk(root: Path) -> float:
+    """Bytes on disk per ``assistant/chunk`` line of an answer streamed as 200 small deltas."""
+    model = ScriptedModel([ScriptedModel.text("lorem ipsum dolor sit amet " * 40, chunks=200)])
+    async with harness(root) as ctx:
+        ctx.llm.register_adapter("scripted", model)
+        async with await ctx.agents.create("chunks", agent_options=OPTIONS) as handle:
+            await handle.agent.run("stream please")
+    lines = (root / "chunks" / "session.jsonl").read_bytes().split(b"\n")
+    chunk_lines = [line for line in lines if line.startswith(b'{"type":"assistant/chunk"')]
+    return sum(len(line) + 1 for line in chunk_lines) / len(chunk_lines)
+
+
+async def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="dsh-bench-") as temp:
+        base = Path(temp)
+        plain_append, _ = await append_cost(None)
+        durable_append, write = await append_cost(base / "appends")
+        median, p90 = await flush_cost(base / "flushes")
+        plain_step = await step_cost(None)
+        durable_step = await step_cost(base / "steps")
+        real_sync = _writer.sync_file
+        _writer.sync_file = lambda fd: None  # isolate the write path from the disk's fsync latency
+        try:
+            unsynced_step = await step_cost(base / "steps-unsynced")
+        finally:
+            _writer.sync_file = real_sync
+        resumes = [await resume_cost(base / "resume", size) for size in (10_000, 100_000)]
+        chunk = await bytes_per_chunk(base / "chunks")
+    print(f"append, in memory                   {plain_append * 1e6:8.2f} us/event")
+    print(
+        f"append, persistence loaded          {durable_append * 1e6:8.2f} us/event   (buffered by the listener)"
+    )
+    print(f"batched write at flush              {write * 1e6:8.2f} us/event   (encode + one write)")
+    print(f"turn-end flush (30 events + fsync)  {median * 1e3:8.3f} ms median, {p90 * 1e3:.3f} ms p90")
+    ratio = durable_step / plain_step
+    print(f"text step, in memory                {plain_step * 1e6:8.1f} us")
+    print(
+        f"text step, persistence loaded       {durable_step * 1e6:8.1f} us   x{ratio:.2f}  budget <= x1.20"
+        f"  (turns of 100 steps, fsync at turn end)"
+    )
+    print(
+        f"text step, persistence without fsync {unsynced_step * 1e6:7.1f} us   x{unsynced_step / plain_step:.2f}"
+        f"  (the batched write path alone)"
+    )
+    for count, load, resume, baseline in resumes:
+        print(
+            f"resume of {count:>7} events           {resume * 1e3:8.1f} ms   budget <= 1000 ms; load() alone "
+            f"{load * 1e3:.1f} ms, bare json.loads of its lines {baseline * 1e3:.1f} ms"
+        )
+    print(f"bytes on disk per streamed chunk    {chunk:8.1f} B")
+    print(f"(store in {tempfile.gettempdir()}, {os.uname().sysname}, Python {sys.version.split()[0]})")
+
+
+if __name__ == "__main__":
+    for backend in ("asyncio", "trio"):
+        print(f"--- {backend}")
+        anyio.run(main, backend=backend)

@@ -1,0 +1,128 @@
+"""The command line of ``dsh``: subcommands, their options, and the help text users read first."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Final
+
+__all__ = ["MODES", "build_parser"]
+
+#: The permission modes of dsh-permissions (``--mode``, ``DSH_MODE``, ``/mode``).
+MODES: Final = ("read-only", "workspace-write", "full-access")
+
+_DESCRIPTION = """\
+dsh: an extensible LLM agent in your terminal.
+
+  dsh demo                     an offline tour (no API key needed)
+  dsh run "fix the failing test"   one turn: answer on stdout, tool activity on stderr
+  dsh chat                     an interactive session (the default with no command)
+  dsh sessions list            stored sessions; show, resume or delete one
+  dsh config                   the effective configuration and where each value came from
+  dsh plugins                  the installed plugins
+"""
+
+_EPILOG = """\
+configuration (lowest precedence first): built-in defaults, $XDG_CONFIG_HOME/dsh/config.toml,
+the project's dsh.toml or [tool.dsh] in pyproject.toml, the environment (DSH_MODEL, DSH_MODE,
+DSH_SESSIONS_DIR), then flags. API keys come only from the environment (DEEPSEEK_API_KEY, ...).
+"""
+
+
+def _config_options() -> argparse.ArgumentParser:
+    """Options every command that reads the configuration takes (after the command name)."""
+    parent = argparse.ArgumentParser(add_help=False)
+    group = parent.add_argument_group("configuration")
+    group.add_argument(
+        "--config", metavar="PATH", help="use this dsh.toml/pyproject.toml instead of searching"
+    )
+    group.add_argument(
+        "--set",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        dest="assignments",
+        help="set a configuration value, e.g. --set retry.max_attempts=2 (repeatable)",
+    )
+    return parent
+
+
+def _agent_options() -> argparse.ArgumentParser:
+    """Options of the commands that run an agent."""
+    parent = argparse.ArgumentParser(add_help=False)
+    group = parent.add_argument_group("agent")
+    group.add_argument(
+        "-m", "--model", metavar="PROVIDER/MODEL", help="the model, e.g. deepseek/deepseek-v4-flash"
+    )
+    group.add_argument("--mode", choices=MODES, help="the permission mode for tools")
+    group.add_argument(
+        "--cwd", metavar="DIR", help="the workspace directory (default: the current directory)"
+    )
+    group.add_argument(
+        "-r", "--resume", metavar="ID", help="continue a stored session (an id or a unique prefix)"
+    )
+    return parent
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``dsh`` argument parser."""
+    config = _config_options()
+    agent = _agent_options()
+    parser = argparse.ArgumentParser(
+        prog="dsh",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = commands.add_parser(
+        "run",
+        parents=[config, agent],
+        help="run one turn and exit",
+        description="Run one turn. The answer streams to stdout, tool activity to stderr; the exit "
+        "status says how the turn ended (0 completed, 1 error, 3 setup, 4 max-tokens, 5 stopped, "
+        "6 rejected, 130 cancelled with Ctrl-C).",
+    )
+    run.add_argument("prompt", nargs="?", help="the prompt; '-' or nothing reads it from stdin")
+    run.add_argument("--json", action="store_true", help="print every session event as one JSON line instead")
+
+    commands.add_parser(
+        "chat",
+        parents=[config, agent],
+        help="an interactive session",
+        description="An interactive session. Type while the agent works to steer it; Ctrl-C cancels "
+        "the turn, Ctrl-C twice on an empty prompt exits; /help lists the commands.",
+    )
+
+    sessions = commands.add_parser("sessions", help="list, show, resume or delete stored sessions")
+    verbs = sessions.add_subparsers(dest="verb", metavar="VERB")
+    verbs.add_parser("list", parents=[config], help="the stored sessions, newest first")
+    show = verbs.add_parser("show", parents=[config], help="print a stored session's history")
+    show.add_argument("id", help="a session id or a unique prefix")
+    show.add_argument("--json", action="store_true", help="print its events as JSON lines")
+    resume = verbs.add_parser("resume", parents=[config, agent], help="continue a stored session in a chat")
+    resume.add_argument("id", help="a session id or a unique prefix")
+    delete = verbs.add_parser("delete", parents=[config], help="delete a stored session")
+    delete.add_argument("id", help="a session id (exact)")
+
+    commands.add_parser("plugins", parents=[config], help="the installed plugins and what they provide")
+    show_config = commands.add_parser(
+        "config", parents=[config, agent], help="the effective configuration and where each value came from"
+    )
+    show_config.add_argument("--json", action="store_true", help="print it as JSON (values and origins)")
+
+    demo = commands.add_parser(
+        "demo",
+        help="an offline tour: a scripted model fixes a bug in a temporary workspace",
+        description="A scripted model (no API key, no network) fixes a bug in a temporary workspace "
+        "through the real loop, tools, permissions and persistence, then the session is resumed "
+        "from disk and its history shown.",
+    )
+    demo.add_argument(
+        "--keep", metavar="DIR", help="keep the workspace and sessions in DIR (default: a temp dir)"
+    )
+    demo.add_argument(
+        "--pace", type=float, default=0.006, metavar="SECONDS", help="delay between streamed chunks (0: none)"
+    )
+    return parser

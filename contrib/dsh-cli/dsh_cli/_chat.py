@@ -1,0 +1,395 @@
+"""``dsh chat``: an interactive session — prompts, steering, approvals, slash commands — over one agent at a time.
+
+``ChatController`` owns the harness context and the current agent; an agent-scoped listener
+(``_AgentView``) turns that agent's session events into screen output, and ``ChatScreen`` (``_screen``)
+does the terminal. Commands: /help, /exit, /new, /resume ID, /sessions, /model [NAME], /mode MODE,
+/compact (when a compaction plugin is loaded), /reasoning.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+import attrs
+from prompt_toolkit.patch_stdout import patch_stdout
+from rich.table import Table
+from rich.text import Text
+
+from dsh_core import AgentHandle, SessionEvent, hookimpl
+
+from ._approval import SessionApproval
+from ._args import MODES
+from ._config import EffectiveConfig
+from ._exit import CliError, ExitCode
+from ._launch import check_model, maybe_await, open_agent, open_harness, resolve_session_id
+from ._plugin import CliPlugin
+from ._render import (
+    BlockEnded,
+    EventFeed,
+    Note,
+    PromptBlocked,
+    ReasoningPiece,
+    TextPiece,
+    ToolFinished,
+    ToolStarted,
+    TurnEnded,
+    UsageNote,
+    UserNote,
+    describe_call,
+    reasoning_summary,
+    tool_call_line,
+    tool_result_line,
+    turn_end_line,
+    user_line,
+)
+from ._screen import ChatScreen, file_history
+from ._sessions import print_history, stored_sessions
+
+if TYPE_CHECKING:
+    from dsh_core import Context
+    from dsh_core.llm import LlmCallConfig
+
+__all__ = ["ChatController", "chat_command"]
+
+#: turns of history printed when a session is resumed
+HISTORY_TURNS = 10
+
+_HELP = (
+    ("/help", "this list"),
+    ("/new", "start a new session"),
+    ("/resume ID", "continue a stored session (an id or a unique prefix)"),
+    ("/sessions", "the stored sessions, newest first"),
+    ("/model [NAME]", "show or switch the model (provider/model)"),
+    ("/mode [MODE]", f"show or switch the permission mode ({', '.join(MODES)})"),
+    ("/compact", "compact the conversation now (needs a compaction plugin)"),
+    ("/reasoning", "show the last reasoning in full"),
+    ("/exit", "leave (also Ctrl-D, or Ctrl-C twice on an empty prompt)"),
+)
+
+
+class _AgentView:
+    """Agent-scoped listener: the agent's events to the screen, and the model switch of ``/model``."""
+
+    def __init__(self, chat: ChatController) -> None:
+        self._chat = chat
+        self._feed = EventFeed(live=True)
+
+    @hookimpl
+    def dsh_session_event(self, event: SessionEvent) -> None:
+        for note in self._feed.feed(event):
+            self._chat.show(note)
+
+    @hookimpl
+    def dsh_agent_status(self, status: str) -> None:
+        if status == "running":
+            self._chat.screen.turn_started()
+        else:
+            self._chat.screen.turn_finished()
+
+    @hookimpl
+    def dsh_agent_request(self, config: LlmCallConfig) -> LlmCallConfig | None:
+        provider, _, model = self._chat.model.partition("/")
+        if (config.provider, config.model) == (provider, model):
+            return None
+        return attrs.evolve(config, provider=provider, model=model)
+
+
+class ChatController:
+    """One chat: the harness context, the current agent, the screen and the commands."""
+
+    def __init__(self, ctx: Context, config: EffectiveConfig, *, cwd: Path, screen: ChatScreen) -> None:
+        self.ctx = ctx
+        self.config = config
+        self.cwd = cwd
+        self.screen = screen
+        self.model = config.model
+        self.reasoning = str(config.get("plugins.cli.reasoning", "collapsed"))
+        self.handle: AgentHandle | None = None
+        self.last_reasoning = ""
+        self._reasoning_open = False
+
+    # ------------------------------------------------------------------ the agent
+
+    @property
+    def session_id(self) -> str:
+        return self.handle.agent.id if self.handle is not None else "-"
+
+    @property
+    def running(self) -> bool:
+        return self.handle is not None and (self.handle.agent.status == "running" or self.screen.running)
+
+    async def open(self, resume: str | None) -> None:
+        """Dispose the current agent (if any) and create a new one or resume ``resume``.
+
+        A session to resume is looked up first, so a wrong id leaves the current agent as it is.
+        """
+        if resume is not None:
+            resume = await resolve_session_id(self.ctx, resume)
+        await self.close()
+
+        def setup(agent_ctx: Context) -> None:
+            agent_ctx.register_plugin(_AgentView(self), name="cli-chat-view")
+
+        self.handle = await open_agent(self.ctx, model=self.model, cwd=self.cwd, resume=resume, setup=setup)
+        session = self.handle.agent.session
+        if resume is not None:
+            self._print_history(tuple(session.events))
+        cwd = session.meta.cwd or str(self.cwd)
+        verb = "resumed" if resume is not None else "new"
+        self.screen.print(
+            Text.assemble((f"● {verb} session ", "dim"), (session.id, "bold"), (f"  ·  {cwd}", "dim"))
+        )
+
+    async def close(self) -> None:
+        if self.handle is not None:
+            handle, self.handle = self.handle, None
+            handle.agent.cancel()
+            await handle.dispose()
+            self.screen.turn_finished()
+
+    def cancel(self) -> None:
+        if self.handle is not None:
+            self.handle.agent.cancel()
+
+    def _print_history(self, events: tuple[SessionEvent, ...]) -> None:
+        starts = [i for i, event in enumerate(events) if event.type == "turn/start"]
+        shown = events
+        if len(starts) > HISTORY_TURNS:
+            shown = events[starts[-HISTORY_TURNS] :]
+            self.screen.print(Text(f"… {len(starts) - HISTORY_TURNS} earlier turns not shown", style="dim"))
+        print_history(
+            self.screen.console, shown, reasoning="collapsed" if self.reasoning != "hidden" else "hidden"
+        )
+
+    # ------------------------------------------------------------------ output of the agent's events
+
+    def show(self, note: Note) -> None:
+        """Put one note of the agent's event stream on the screen."""
+        screen = self.screen
+        if isinstance(note, TextPiece):
+            self._end_reasoning()
+            screen.stream(note.text)
+        elif isinstance(note, ReasoningPiece):
+            if not self._reasoning_open:
+                self._reasoning_open = True
+                self.last_reasoning = ""
+            self.last_reasoning += note.text
+            if self.reasoning == "shown":
+                screen.stream(note.text, style="dim italic")
+            elif self.reasoning == "collapsed":
+                screen.thinking(len(note.text))
+        elif isinstance(note, BlockEnded):
+            self._end_reasoning()
+            screen.end_stream()
+            if note.interrupted:
+                screen.print(Text("  (interrupted)", style="dim"))
+        elif isinstance(note, UsageNote):
+            screen.add_tokens(note.input_tokens, note.output_tokens)
+        elif isinstance(note, ToolStarted):
+            self._end_reasoning()
+            screen.print(tool_call_line(note.name, note.arguments))
+            screen.set_activity(describe_call(note.name, note.arguments, width=50))
+        elif isinstance(note, ToolFinished):
+            screen.print(tool_result_line(note))
+            screen.set_activity("")
+        elif isinstance(note, UserNote) and note.kind not in ("user", "steering"):
+            screen.print(Text(f"  [{note.kind}] {note.text[:200]}", style="dim"))
+        elif isinstance(note, PromptBlocked):
+            screen.print(Text(f"✗ prompt blocked: {note.reason}", style="red"))
+        elif isinstance(note, TurnEnded):
+            self._end_reasoning()
+            screen.print(turn_end_line(note.reason, seconds=screen.elapsed, tokens=screen.tokens))
+
+    def _end_reasoning(self) -> None:
+        if not self._reasoning_open:
+            return
+        self._reasoning_open = False
+        self.screen.end_stream()
+        if self.reasoning == "collapsed" and self.last_reasoning.strip():
+            summary = reasoning_summary(self.last_reasoning, width=70)
+            self.screen.print(Text(f"✻ {summary}  (/reasoning expands)", style="dim italic"))
+
+    # ------------------------------------------------------------------ input
+
+    async def submit(self, line: str) -> bool:
+        """Handle one typed line; ``False`` means: leave the chat."""
+        text = line.strip()
+        if not text:
+            return True
+        if text.startswith("/"):
+            return await self.command(text)
+        if self.handle is None:
+            self.screen.print(Text("no session: /new or /resume ID", style="red"))
+            return True
+        agent = self.handle.agent
+        if self.running:
+            agent.steer(text)
+            self.screen.print(
+                Text.assemble(("↳ ", "cyan"), (text, "cyan"), ("  (steering: seen at the next step)", "dim"))
+            )
+        else:
+            self.screen.print(user_line(text, "user"))
+            agent.send(text)
+            self.screen.turn_started()
+        return True
+
+    async def command(self, text: str) -> bool:
+        name, _, argument = text.partition(" ")
+        argument = argument.strip()
+        screen = self.screen
+        try:
+            if name in ("/exit", "/quit"):
+                return False
+            if name == "/help":
+                self._help()
+            elif name in ("/new", "/resume"):
+                if self.running:
+                    screen.print(
+                        Text("the agent is working: wait, or press Ctrl-C to cancel first", style="yellow")
+                    )
+                elif name == "/resume" and not argument:
+                    screen.print(Text("usage: /resume ID  (/sessions lists them)", style="yellow"))
+                else:
+                    await self.open(argument if name == "/resume" else None)
+            elif name == "/sessions":
+                await self._sessions()
+            elif name == "/model":
+                self._switch_model(argument)
+            elif name == "/mode":
+                await self._mode(argument)
+            elif name == "/compact":
+                await self._compact()
+            elif name == "/reasoning":
+                if self.last_reasoning:
+                    screen.print(Text(self.last_reasoning.strip(), style="dim italic"))
+                else:
+                    screen.print(Text("no reasoning yet", style="dim"))
+            else:
+                screen.print(Text(f"unknown command {name}; /help lists the commands", style="yellow"))
+        except CliError as exc:
+            screen.print(Text(f"✗ {exc}", style="red"))
+        return True
+
+    def _help(self) -> None:
+        table = Table(show_header=False, box=None, pad_edge=False)
+        table.add_column(style="bold cyan")
+        table.add_column()
+        has_compaction = self.ctx.get_service("compaction") is not None
+        for command, what in _HELP:
+            if command == "/compact" and not has_compaction:
+                continue
+            table.add_row(command, what)
+        self.screen.print(table)
+        self.screen.print(
+            Text(
+                "Type while the agent works to steer it. Ctrl-C cancels the turn; twice on an empty prompt exits.",
+                style="dim",
+            )
+        )
+
+    async def _sessions(self) -> None:
+        persistence = self.ctx.get_service("session_persistence")
+        if persistence is None:
+            raise CliError("no session persistence plugin is loaded (install dsh-persistence-jsonl)")
+        summaries = await stored_sessions(persistence)
+        if not summaries:
+            self.screen.print(Text("no stored sessions", style="dim"))
+            return
+        table = Table(show_header=True, box=None, pad_edge=False)
+        table.add_column("id", no_wrap=True, min_width=max(len(s.id) for s in summaries) + 2)
+        table.add_column("turns", justify="right", no_wrap=True)
+        table.add_column("first prompt", no_wrap=True, overflow="ellipsis")
+        for s in summaries[:20]:
+            marker = " ◂" if s.id == self.session_id else ""
+            table.add_row(f"{s.id}{marker}", str(s.turns), s.title or "-")
+        self.screen.print(table)
+
+    def _switch_model(self, name: str) -> None:
+        if not name:
+            self.screen.print(Text.assemble(("model ", "dim"), (self.model, "bold")))
+            return
+        check_model(self.ctx, name, self.config)
+        self.model = name
+        self.screen.print(
+            Text.assemble(("model → ", "dim"), (name, "bold"), ("  (from the next request)", "dim"))
+        )
+
+    async def _mode(self, mode: str) -> None:
+        permissions = self.ctx.get_service("permissions")
+        if permissions is None:
+            raise CliError("no permissions plugin is loaded (install dsh-permissions)")
+        if self.handle is None:
+            raise CliError("no session: /new or /resume ID")
+        if not mode:
+            current = getattr(permissions, "mode_for", None)
+            shown = current(self.handle.agent.id) if current is not None else "?"
+            self.screen.print(
+                Text.assemble(("mode ", "dim"), (str(shown), "bold"), (f"  ({', '.join(MODES)})", "dim"))
+            )
+            return
+        if mode not in MODES:
+            raise CliError(f"usage: /mode {'|'.join(MODES)}")
+        await maybe_await(permissions.set_mode(self.handle.agent.id, mode))
+        self.screen.print(Text.assemble(("mode → ", "dim"), (mode, "bold")))
+
+    async def _compact(self) -> None:
+        compaction = self.ctx.get_service("compaction")
+        if compaction is None:
+            raise CliError("no compaction plugin is loaded (install dsh-compaction)")
+        if self.handle is None:
+            raise CliError("no session: /new or /resume ID")
+        if self.running:
+            raise CliError("the agent is working: compact when it is idle")
+        self.screen.print(Text("compacting…", style="dim"))
+        result = await maybe_await(compaction.compact_now(self.handle.agent))
+        self.screen.print(Text(f"✓ compacted{f': {result}' if isinstance(result, str) else ''}", style="dim"))
+
+    async def loop(self) -> None:
+        """Read and handle lines until the user leaves."""
+        while True:
+            line = await self.screen.read()
+            if line is None or not await self.submit(line):
+                return
+
+
+async def chat_command(config: EffectiveConfig, *, cwd: Path, resume: str | None = None) -> int:
+    """Run ``dsh chat``; returns the exit status."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise CliError("dsh chat needs a terminal; use `dsh run PROMPT` from scripts", code=ExitCode.USAGE)
+    chat: ChatController | None = None
+
+    def cancel() -> None:
+        if chat is not None:
+            chat.cancel()
+
+    def toolbar() -> str:
+        if chat is None:
+            return "dsh"
+        return f"{chat.model} · session {chat.session_id} · /help"
+
+    screen = ChatScreen(on_cancel=cancel, toolbar=toolbar, history=file_history(os.environ))
+    approval = SessionApproval(screen)
+    async with open_harness(config, plugins=[CliPlugin(approval)]) as ctx:
+        check_model(ctx, config.model, config)
+        chat = ChatController(ctx, config, cwd=cwd, screen=screen)
+        with patch_stdout(raw=True):
+            screen.print(
+                Text.assemble(
+                    ("dsh", "bold"),
+                    (f" · {chat.model} · {cwd}", "dim"),
+                    ("\n/help for commands · type while it works to steer · Ctrl-C cancels", "dim"),
+                )
+            )
+            await chat.open(resume)
+            try:
+                async with anyio.create_task_group() as tasks:
+                    tasks.start_soon(screen.animate)
+                    await chat.loop()
+                    tasks.cancel_scope.cancel()
+            finally:
+                await chat.close()
+    return int(ExitCode.OK)

@@ -1,0 +1,137 @@
+"""``dsh plugins`` and ``dsh config``: what is installed, and the effective configuration with each value's origin."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import PurePath
+from typing import Any
+
+import attrs
+import importlib_metadata
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from dsh_core import ENTRY_POINT_GROUP, installed_plugins
+
+from ._config import EffectiveConfig
+
+__all__ = ["config_command", "plugin_defaults", "plugins_command"]
+
+
+def _disabled(config: EffectiveConfig) -> set[str]:
+    listed = config.get("plugins.disable", [])
+    names = set(listed) if isinstance(listed, list) else set()
+    names |= {name.strip() for name in os.environ.get("DSH_DISABLE_PLUGINS", "").split(",") if name.strip()}
+    return names
+
+
+def plugins_command(config: EffectiveConfig) -> int:
+    """Print a table of the installed plugins."""
+    console = Console(highlight=False)
+    disabled = _disabled(config)
+    table = Table(title="dsh plugins", title_justify="left", show_edge=False, pad_edge=False)
+    table.add_column("name", style="bold")
+    table.add_column("distribution")
+    table.add_column("provides")
+    table.add_column("requires")
+    table.add_column("hooks", overflow="fold")
+    for info in installed_plugins():
+        origin = f"{info.distribution} {info.version}" if info.distribution else "?"
+        name = Text(info.name, style="dim strike" if info.name in disabled else "bold")
+        hooks = ", ".join(hook.removeprefix("dsh_") for hook in info.hooks)
+        table.add_row(
+            name, origin, ", ".join(info.provides) or "-", ", ".join(info.requires) or "-", hooks or "-"
+        )
+    console.print(table)
+    if disabled:
+        console.print(Text(f"disabled: {', '.join(sorted(disabled))}", style="dim"))
+    return 0
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(key): _jsonable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_jsonable(item) for item in value]
+    if isinstance(value, PurePath):
+        return str(value)
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
+
+
+def plugin_defaults() -> dict[str, dict[str, Any]]:
+    """The default ``Config`` of every installed plugin that has one and can build it with no arguments."""
+    defaults: dict[str, dict[str, Any]] = {}
+    for ep in importlib_metadata.entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            config_class = getattr(ep.load(), "Config", None)
+            if config_class is None or not attrs.has(config_class):
+                continue
+            defaults[ep.name] = _jsonable(attrs.asdict(config_class(), recurse=True))
+        except Exception:  # noqa: BLE001 - a plugin without buildable defaults just shows none
+            continue
+    return defaults
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return '""  # none'
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _toml_key(key: str) -> str:
+    return key if key.replace("-", "").replace("_", "").isalnum() else json.dumps(key)
+
+
+def _rows(config: EffectiveConfig) -> list[tuple[str, Any, str]]:
+    rows = {path: (path, value, origin) for path, value, origin in config.leaves()}
+    for plugin, table in plugin_defaults().items():
+        for key, value in table.items():
+            path = f"plugins.{plugin}.{key}"
+            if path not in rows and config.origin(path) is None:
+                rows[path] = (path, value, f"default of plugin {plugin}")
+    return [rows[path] for path in sorted(rows)]
+
+
+def config_command(config: EffectiveConfig, *, json_output: bool = False) -> int:
+    """Print the effective configuration, each value with the layer it came from."""
+    rows = _rows(config)
+    if json_output:
+        print(
+            json.dumps(
+                {
+                    "layers": list(config.layers),
+                    "values": [
+                        {"path": path, "value": _jsonable(value), "origin": origin}
+                        for path, value, origin in rows
+                    ],
+                },
+                indent=2,
+            )
+        )
+        return 0
+    console = Console(highlight=False)
+    console.print(Text("# layers, lowest precedence first:", style="dim"))
+    for label in config.layers:
+        console.print(Text(f"#   {label}", style="dim"))
+    table_of = None
+    for path, value, origin in rows:
+        table, _, key = path.rpartition(".")
+        if table != table_of:
+            console.print()
+            console.print(Text(f"[{'.'.join(_toml_key(part) for part in table.split('.'))}]", style="bold"))
+            table_of = table
+        line = Text(f"{_toml_key(key)} = {_toml_value(_jsonable(value))}")
+        line.append(f"  # {origin}", style="dim" if origin.startswith("default") else "cyan")
+        console.print(line)
+    return 0

@@ -1,0 +1,431 @@
+"""Rendering the session-event stream: typed notes from events, one-line summaries, rich output.
+
+``EventFeed`` turns ``SessionEvent``s into ``Note``s, live (text and reasoning from the streamed
+``assistant/chunk`` deltas) or from history (from whole ``assistant/message`` events, as a log
+read from disk has them). ``TranscriptPrinter`` prints notes on a rich console; ``dsh run``,
+``dsh chat``, ``dsh sessions show`` and the demo all describe tools and turn ends with the same
+functions, so they read alike everywhere.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeAlias
+
+import attrs
+from rich.console import Console
+from rich.text import Text
+
+from dsh_core import SessionEvent
+
+__all__ = [
+    "PROMPT_MARK",
+    "BlockEnded",
+    "EventFeed",
+    "Note",
+    "PromptBlocked",
+    "ReasoningPiece",
+    "StepStarted",
+    "TextPiece",
+    "ToolFinished",
+    "ToolStarted",
+    "TranscriptPrinter",
+    "TurnEnded",
+    "TurnStarted",
+    "UsageNote",
+    "UserNote",
+    "describe_call",
+    "describe_reason",
+    "describe_result",
+    "format_tokens",
+    "message_text",
+    "reasoning_summary",
+    "tool_call_line",
+    "tool_result_line",
+    "turn_end_line",
+    "user_line",
+]
+
+# ---------------------------------------------------------------------- notes
+
+
+@attrs.frozen
+class TurnStarted:
+    turn: int
+    #: when the turn started (seconds since the epoch, from the event)
+    time: float
+
+
+@attrs.frozen
+class StepStarted:
+    turn: int
+    step: int
+
+
+@attrs.frozen
+class UserNote:
+    """A user-role message entered the history: ``kind`` is its source (``user``, ``steering``, ...)."""
+
+    text: str
+    kind: str
+
+
+@attrs.frozen
+class TextPiece:
+    """Answer text: a streamed delta (live) or a whole text block (history)."""
+
+    text: str
+
+
+@attrs.frozen
+class ReasoningPiece:
+    """Reasoning text: a streamed delta (live) or a whole reasoning block (history)."""
+
+    text: str
+
+
+@attrs.frozen
+class BlockEnded:
+    """The assistant message of a step is complete (``interrupted`` when a cancel cut it short)."""
+
+    interrupted: bool = False
+
+
+@attrs.frozen
+class UsageNote:
+    input_tokens: int
+    output_tokens: int
+
+
+@attrs.frozen
+class ToolStarted:
+    call_id: str
+    name: str
+    arguments: str
+
+
+@attrs.frozen
+class ToolFinished:
+    call_id: str
+    name: str
+    #: the result's text
+    text: str
+    #: ``None`` on success, else the ``tool/result`` error code (``DENIED``, ``TOOL_ERROR``, ...)
+    error_code: str | None
+
+
+@attrs.frozen
+class PromptBlocked:
+    reason: str
+
+
+@attrs.frozen
+class TurnEnded:
+    turn: int
+    reason: Mapping[str, Any]
+    #: when the turn ended (seconds since the epoch, from the event)
+    time: float
+
+
+Note: TypeAlias = (
+    TurnStarted
+    | StepStarted
+    | UserNote
+    | TextPiece
+    | ReasoningPiece
+    | BlockEnded
+    | UsageNote
+    | ToolStarted
+    | ToolFinished
+    | PromptBlocked
+    | TurnEnded
+)
+
+
+# ---------------------------------------------------------------------- the feed
+
+
+def message_text(message: Mapping[str, Any], kind: str = "text") -> str:
+    """The concatenated text of a message's blocks of ``kind`` (``text`` or ``reasoning``)."""
+    content = message.get("content", ())
+    return "".join(str(block.get("text", "")) for block in content if block.get("type") == kind)
+
+
+class EventFeed:
+    """Turns session events into notes. ``live=True`` takes text from the streamed chunks."""
+
+    def __init__(self, *, live: bool) -> None:
+        self.live = live
+        self._calls: dict[str, str] = {}
+
+    def feed(self, event: SessionEvent) -> list[Note]:
+        data: Mapping[str, Any] = event.data
+        kind = event.type
+        if kind == "turn/start":
+            return [TurnStarted(int(data["turn"]), event.time)]
+        if kind == "step/start":
+            return [StepStarted(int(data["turn"]), int(data["step"]))]
+        if kind in ("user/message", "steering/message", "context/message"):
+            message = data["message"]
+            source = message.get("source") or {}
+            return [UserNote(message_text(message), str(source.get("kind", "user")))]
+        if kind == "assistant/chunk":
+            return self._chunk(data["chunk"])
+        if kind == "assistant/message":
+            return self._message(data)
+        if kind == "tool/call":
+            call_id = str(data["call_id"])
+            self._calls[call_id] = str(data["name"])
+            return [ToolStarted(call_id, str(data["name"]), str(data["arguments"]))]
+        if kind == "tool/result":
+            message = data["message"]
+            call_id = str(message.get("call_id", ""))
+            code = data.get("error_code")
+            if code is None and message.get("is_error"):
+                code = "TOOL_ERROR"
+            name = self._calls.pop(call_id, "tool")
+            return [ToolFinished(call_id, name, message_text(message), None if code is None else str(code))]
+        if kind == "prompt/blocked":
+            return [PromptBlocked(str(data.get("reason", "blocked")))]
+        if kind == "turn/end":
+            return [TurnEnded(int(data["turn"]), data["reason"], event.time)]
+        return []
+
+    def feed_all(self, events: Iterable[SessionEvent]) -> list[Note]:
+        return [note for event in events for note in self.feed(event)]
+
+    def _chunk(self, chunk: Mapping[str, Any]) -> list[Note]:
+        kind = chunk.get("type")
+        if kind == "usage":
+            return [UsageNote(int(chunk.get("input_tokens", 0)), int(chunk.get("output_tokens", 0)))]
+        if not self.live:
+            return []
+        if kind == "text-delta":
+            return [TextPiece(str(chunk["text"]))]
+        if kind == "reasoning-delta":
+            return [ReasoningPiece(str(chunk["text"]))]
+        return []
+
+    def _message(self, data: Mapping[str, Any]) -> list[Note]:
+        interrupted = bool(data.get("interrupted", False))
+        if self.live:
+            return [BlockEnded(interrupted)]
+        notes: list[Note] = []
+        for block in data["message"].get("content", ()):
+            if block.get("type") == "reasoning" and block.get("text"):
+                notes.append(ReasoningPiece(str(block["text"])))
+            elif block.get("type") == "text" and block.get("text"):
+                notes.append(TextPiece(str(block["text"])))
+        notes.append(BlockEnded(interrupted))
+        return notes
+
+
+# ---------------------------------------------------------------------- one-line summaries
+
+
+def _shorten(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else f"{text[: width - 1]}…"
+
+
+#: the argument that best names what a workspace tool call is about
+_KEY_ARGUMENT = ("command", "pattern", "path", "file_path", "query", "url")
+
+
+def describe_call(name: str, arguments: str | Mapping[str, Any], width: int = 80) -> str:
+    """``read_file greet.py``, ``bash $ python -m pytest -q``, ``tool(a=1, b="x")``: one short line."""
+    parsed: Any = arguments
+    if isinstance(arguments, str):
+        try:
+            parsed = json.loads(arguments) if arguments.strip() else {}
+        except ValueError:
+            return _shorten(f"{name} {arguments}", width)
+    if not isinstance(parsed, Mapping):
+        return _shorten(f"{name} {parsed!r}", width)
+    if name == "bash" and isinstance(parsed.get("command"), str):
+        return _shorten(f"bash $ {parsed['command']}", width)
+    for key in _KEY_ARGUMENT:
+        value = parsed.get(key)
+        if isinstance(value, str):
+            rest = [
+                f"{k}={json.dumps(v)}" for k, v in parsed.items() if k != key and k in ("pattern", "path")
+            ]
+            return _shorten(" ".join([name, value, *rest]), width)
+    shown = ", ".join(f"{k}={json.dumps(v)}" for k, v in parsed.items())
+    return _shorten(f"{name}({shown})", width)
+
+
+def describe_result(text: str, error_code: str | None, width: int = 100) -> str:
+    """A tool result as one line: its first line and how many more, or the error."""
+    lines = text.strip().splitlines()
+    if error_code is not None:
+        first = lines[0] if lines else ""
+        return _shorten(f"{error_code}: {first.removeprefix('Error: ')}", width)
+    if not lines:
+        return "(no output)"
+    if len(lines) == 1:
+        return _shorten(lines[0], width)
+    return _shorten(f"{lines[0]}  (+{len(lines) - 1} lines)", width)
+
+
+def format_tokens(count: int) -> str:
+    """``950``, ``1.2k``, ``34k``, ``1.5M``."""
+    if count < 1000:
+        return str(count)
+    if count < 10_000:
+        return f"{count / 1000:.1f}k"
+    if count < 1_000_000:
+        return f"{count // 1000}k"
+    return f"{count / 1_000_000:.1f}M"
+
+
+def reasoning_summary(text: str, width: int = 90) -> str:
+    """Collapsed reasoning: its first line, shortened (``thought: Read the tests first…``)."""
+    lines = text.strip().splitlines() or [""]
+    summary = _shorten(lines[0], width)
+    if len(lines) > 1 and not summary.endswith("…"):
+        summary += " …"
+    return f"thought: {summary}"
+
+
+def describe_reason(reason: Mapping[str, Any]) -> str:
+    """A ``turn/end`` reason for people: ``completed``, ``error: TRANSPORT: connection refused``."""
+    kind = str(reason.get("kind", "?"))
+    if kind == "error":
+        failure = reason.get("failure") or {}
+        code = failure.get("code", "UNKNOWN")
+        return f"error: {code}: {failure.get('message', 'the turn failed')}"
+    if kind == "stopped":
+        return f"stopped: {reason.get('reason', 'a plugin stopped the turn')}"
+    if kind == "aborted":
+        return "cancelled"
+    if kind == "max-tokens":
+        return "stopped at the output token limit (max-tokens)"
+    if kind == "rejected":
+        return "rejected: the prompt was blocked"
+    return kind
+
+
+# ---------------------------------------------------------------------- rich lines
+
+#: the mark before a user's prompt (U+203A, a single right-pointing angle quotation mark)
+PROMPT_MARK = "\u203a "
+
+
+def user_line(text: str, kind: str) -> Text:
+    if kind == "steering":
+        return Text.assemble(("↳ ", "cyan"), (text, "cyan"))
+    if kind == "user":
+        return Text.assemble((PROMPT_MARK, "bold green"), (text, "bold"))
+    return Text.assemble((f"[{kind}] ", "dim"), (_shorten(text, 200), "dim"))
+
+
+def tool_call_line(name: str, arguments: str) -> Text:
+    return Text.assemble(("⏺ ", "yellow"), (describe_call(name, arguments), "bold"))
+
+
+def tool_result_line(finished: ToolFinished) -> Text:
+    summary = describe_result(finished.text, finished.error_code)
+    if finished.error_code is None:
+        return Text.assemble(("  ⎿ ", "dim"), (summary, "dim"))
+    return Text.assemble(("  ⎿ ", "dim"), (summary, "red"))
+
+
+def turn_end_line(reason: Mapping[str, Any], *, seconds: float | None, tokens: tuple[int, int]) -> Text:
+    kind = str(reason.get("kind", "?"))
+    facts = []
+    if seconds is not None:
+        facts.append(f"{seconds:.1f}s")
+    if any(tokens):
+        facts.append(f"↑{format_tokens(tokens[0])} ↓{format_tokens(tokens[1])} tokens")
+    tail = f"  ({' · '.join(facts)})" if facts else ""
+    if kind == "completed":
+        return Text(f"✓ done{tail}", style="dim")
+    if kind == "aborted":
+        return Text(f"⏹ cancelled{tail}", style="yellow")
+    return Text(f"✗ {describe_reason(reason)}{tail}", style="red")
+
+
+# ---------------------------------------------------------------------- the printer
+
+
+class TranscriptPrinter:
+    """Prints notes on a rich console as a readable transcript (live or from history).
+
+    ``reasoning``: ``shown`` prints it dimmed, ``collapsed`` prints one dim line per block,
+    ``hidden`` prints nothing.
+    """
+
+    def __init__(self, console: Console, *, reasoning: str = "shown") -> None:
+        self.console = console
+        self.reasoning = reasoning
+        self._open: str | None = None  # the kind of streamed block the cursor is in
+        self._line_open = False  # text was printed and its line not ended yet
+        self._fresh = True  # nothing of the open block printed yet
+        self._tokens = [0, 0]
+        self._turn_started: float | None = None
+        self._reasoning_text = ""
+
+    def print_all(self, notes: Sequence[Note]) -> None:
+        for note in notes:
+            self.note(note)
+        self._close()
+
+    def note(self, note: Note) -> None:
+        console = self.console
+        if isinstance(note, TextPiece | ReasoningPiece):
+            self._piece(note)
+            return
+        self._close()
+        if isinstance(note, TurnStarted):
+            self._turn_started = note.time
+            self._tokens = [0, 0]
+        elif isinstance(note, UserNote):
+            console.print(user_line(note.text, note.kind))
+        elif isinstance(note, UsageNote):
+            self._tokens[0] += note.input_tokens
+            self._tokens[1] += note.output_tokens
+        elif isinstance(note, ToolStarted):
+            console.print(tool_call_line(note.name, note.arguments))
+        elif isinstance(note, ToolFinished):
+            console.print(tool_result_line(note))
+        elif isinstance(note, PromptBlocked):
+            console.print(Text(f"✗ prompt blocked: {note.reason}", style="red"))
+        elif isinstance(note, TurnEnded):
+            started = self._turn_started
+            seconds = None if started is None else max(0.0, note.time - started)
+            console.print(
+                turn_end_line(note.reason, seconds=seconds, tokens=(self._tokens[0], self._tokens[1]))
+            )
+            self._turn_started = None
+
+    def _piece(self, piece: TextPiece | ReasoningPiece) -> None:
+        kind = "text" if isinstance(piece, TextPiece) else "reasoning"
+        if self._open != kind:
+            self._close()
+            self._open = kind
+            self._reasoning_text = ""
+            self._line_open = False
+            self._fresh = True
+        if kind == "reasoning" and self.reasoning != "shown":
+            self._reasoning_text += piece.text
+            return
+        text = piece.text.lstrip("\n") if self._fresh else piece.text
+        if not text:
+            return
+        style = None
+        if kind == "reasoning":
+            style = "dim italic"
+            text = f"✻ {text}" if self._fresh else text
+        self._fresh = False
+        self.console.print(text, end="", style=style, markup=False, highlight=False, soft_wrap=True)
+        self._line_open = not text.endswith("\n")
+
+    def _close(self) -> None:
+        if self._open == "reasoning" and self.reasoning == "collapsed" and self._reasoning_text.strip():
+            self.console.print(Text(f"✻ {reasoning_summary(self._reasoning_text)}", style="dim italic"))
+        elif self._line_open:
+            self.console.print()
+        self._open = None
+        self._line_open = False

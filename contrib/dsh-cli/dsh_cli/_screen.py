@@ -1,0 +1,314 @@
+"""The terminal of ``dsh chat``: finished output scrolls above, a live area and the input line stay below.
+
+Finished lines (prompts, answers, tool summaries) are printed with rich through prompt_toolkit's
+``patch_stdout``, so they scroll up above the prompt. The prompt's message is the live area, redrawn
+ten times a second while a turn runs: the line of answer still streaming, an approval question, and
+a spinner with the elapsed time and token usage. Typing goes on meanwhile: a line entered while the
+agent works steers it.
+
+Keys: Enter submits; Ctrl-C answers "deny" to a question, else cancels a running turn, else clears
+the line, else (twice in a row on an empty prompt) exits; Ctrl-D on an empty prompt exits;
+``y``/``a``/``n`` answer an approval question.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from prompt_toolkit import PromptSession
+from prompt_toolkit.application import get_app_or_none
+from prompt_toolkit.filters import Condition
+from prompt_toolkit.formatted_text import StyleAndTextTuples
+from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from rich.console import Console, RenderableType
+from rich.text import Text
+
+from ._approval import Choice, parse_choice
+from ._render import PROMPT_MARK, describe_call, format_tokens
+
+if TYPE_CHECKING:
+    from dsh_core import ToolExecution
+
+__all__ = ["ChatScreen", "history_path"]
+
+_SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+_DIM = "fg:ansibrightblack"
+
+
+def history_path(environ: dict[str, str] | os._Environ[str]) -> Path:
+    """``$XDG_STATE_HOME/dsh/history`` (``~/.local/state/dsh/history``): the prompts typed in ``dsh chat``."""
+    base = environ.get("XDG_STATE_HOME", "")
+    if not base or not os.path.isabs(base):
+        base = os.path.join(environ.get("HOME") or str(Path.home()), ".local", "state")
+    return Path(base) / "dsh" / "history"
+
+
+class _Question:
+    """An approval question on screen, waiting for its answer."""
+
+    def __init__(self, call: str, reason: str) -> None:
+        self.call = call
+        self.reason = reason
+        self.answered = anyio.Event()
+        self.choice: Choice = "deny"
+
+    def answer(self, choice: Choice) -> None:
+        if not self.answered.is_set():
+            self.choice = choice
+            self.answered.set()
+
+
+class ChatScreen:
+    """Input, live area and output of ``dsh chat``; ``on_cancel`` is called when Ctrl-C should stop the turn."""
+
+    def __init__(
+        self, *, on_cancel: Callable[[], None], toolbar: Callable[[], str], history: History | None = None
+    ) -> None:
+        self.console = Console(force_terminal=True, highlight=False)
+        self._on_cancel = on_cancel
+        self._toolbar = toolbar
+        self._partial = ""
+        self._partial_style = ""
+        self._thinking = 0  # characters of collapsed reasoning streamed in the open block
+        self._running_since: float | None = None
+        self._tokens = [0, 0]
+        self._activity = ""
+        self._hint = ""
+        self._armed = False  # one Ctrl-C on an empty, idle prompt: the next one exits
+        self._question: _Question | None = None
+        self._session: PromptSession[str] = PromptSession(
+            message=self._message,
+            key_bindings=self._bindings(),
+            erase_when_done=True,
+            history=history or InMemoryHistory(),
+            bottom_toolbar=self._bottom,
+        )
+        self._session.default_buffer.on_text_changed += self._disarm
+
+    # ------------------------------------------------------------------ state the controller sets
+
+    @property
+    def running(self) -> bool:
+        return self._running_since is not None
+
+    def turn_started(self) -> None:
+        if self._running_since is None:
+            self._running_since = time.monotonic()
+            self._tokens = [0, 0]
+        self._hint = ""
+        self._armed = False
+        self.refresh()
+
+    def turn_finished(self) -> None:
+        self._running_since = None
+        self._activity = ""
+        self.refresh()
+
+    def add_tokens(self, input_tokens: int, output_tokens: int) -> None:
+        self._tokens[0] += input_tokens
+        self._tokens[1] += output_tokens
+
+    @property
+    def tokens(self) -> tuple[int, int]:
+        return (self._tokens[0], self._tokens[1])
+
+    @property
+    def elapsed(self) -> float | None:
+        return None if self._running_since is None else time.monotonic() - self._running_since
+
+    def set_activity(self, text: str) -> None:
+        self._activity = text
+        self.refresh()
+
+    def set_hint(self, text: str) -> None:
+        self._hint = text
+        self.refresh()
+
+    # ------------------------------------------------------------------ output
+
+    def print(self, renderable: RenderableType = "") -> None:
+        """Print a finished line above the live area (the streaming line is finished first)."""
+        self.end_stream()
+        self.console.print(renderable)
+
+    def stream(self, text: str, style: str = "") -> None:
+        """Add streamed text: whole lines are printed, the rest stays in the live area."""
+        if style != self._partial_style and self._partial:
+            self.end_stream()
+        self._partial_style = style
+        self._partial += text
+        if "\n" in self._partial:
+            done, _, self._partial = self._partial.rpartition("\n")
+            self.console.print(Text(done, style=style or ""))
+        self.refresh()
+
+    def end_stream(self) -> None:
+        """Print the streaming line, if any, as a finished line."""
+        if self._partial:
+            partial, self._partial = self._partial, ""
+            self.console.print(Text(partial, style=self._partial_style or ""))
+        self._thinking = 0
+
+    def thinking(self, characters: int) -> None:
+        """Collapsed reasoning is streaming: count it in the live area instead of showing it."""
+        self._thinking += characters
+        self.refresh()
+
+    async def animate(self) -> None:
+        """Redraw the live area ten times a second while a turn runs (the spinner and the clock)."""
+        while True:
+            await anyio.sleep(0.1)
+            if self._running_since is not None:
+                self.refresh()
+
+    def refresh(self) -> None:
+        app = get_app_or_none()
+        if app is not None and app.is_running:
+            app.invalidate()
+
+    # ------------------------------------------------------------------ input
+
+    async def read(self) -> str | None:
+        """The next line typed; ``None`` when the user exits (Ctrl-D, or Ctrl-C twice)."""
+        try:
+            return await self._session.prompt_async()
+        except EOFError:
+            return None
+
+    async def ask(self, execution: ToolExecution, reason: str) -> Choice:
+        """Ask whether a tool call may run; cancellation (Ctrl-C) propagates as cancellation."""
+        question = _Question(describe_call(execution.name, execution.arguments), reason)
+        self.end_stream()
+        self._question = question
+        self.refresh()
+        try:
+            await question.answered.wait()
+        finally:
+            self._question = None
+            self.refresh()
+        label = {"once": "allowed once", "always": "allowed for this session", "deny": "denied"}[
+            question.choice
+        ]
+        style = "red" if question.choice == "deny" else "green"
+        self.console.print(Text.assemble(("  ? ", "dim"), (f"{label}: ", style), (question.call, "dim")))
+        return question.choice
+
+    # ------------------------------------------------------------------ prompt_toolkit parts
+
+    def _disarm(self, _: object) -> None:
+        if self._armed:
+            self._armed = False
+            self._hint = ""
+
+    def _message(self) -> StyleAndTextTuples:
+        app = get_app_or_none()
+        if app is not None and app.is_done:
+            return []
+        parts: StyleAndTextTuples = []
+        if self._partial:
+            style = "italic fg:ansibrightblack" if self._partial_style else ""
+            parts += [(style, self._partial), ("", "\n")]
+        if self._thinking:
+            parts += [("italic " + _DIM, f"✻ thinking… ({self._thinking} characters)"), ("", "\n")]
+        question = self._question
+        if question is not None:
+            parts += [
+                ("bold fg:ansiyellow", "? "),
+                ("bold", f"allow {question.call}"),
+                (_DIM, f" — {question.reason}"),
+                ("", "\n"),
+                ("", "  "),
+                ("bold", "[y]"),
+                ("", " once   "),
+                ("bold", "[a]"),
+                ("", " always (this session)   "),
+                ("bold", "[n]"),
+                ("", " deny\n"),
+            ]
+        if self._running_since is not None:
+            elapsed = time.monotonic() - self._running_since
+            frame = _SPINNER[int(elapsed * 10) % len(_SPINNER)]
+            facts = [self._activity or "working", f"{elapsed:.1f}s"]
+            if any(self._tokens):
+                facts.append(f"↑{format_tokens(self._tokens[0])} ↓{format_tokens(self._tokens[1])} tokens")
+            parts += [
+                ("fg:ansicyan", f"{frame} "),
+                ("", " · ".join(facts)),
+                (_DIM, "  (type to steer · ctrl-c cancels)"),
+                ("", "\n"),
+            ]
+        if self._hint:
+            parts += [(_DIM, self._hint), ("", "\n")]
+        if question is not None:
+            parts.append(("bold fg:ansiyellow", f"answer {PROMPT_MARK}"))
+        elif self._running_since is not None:
+            parts.append(("fg:ansicyan", "↳ "))
+        else:
+            parts.append(("bold fg:ansigreen", PROMPT_MARK))
+        return parts
+
+    def _bottom(self) -> StyleAndTextTuples:
+        return [("", f" {self._toolbar()} ")]
+
+    def _bindings(self) -> KeyBindings:
+        bindings = KeyBindings()
+        asking = Condition(lambda: self._question is not None)
+
+        def answer(choice: Choice) -> Callable[[KeyPressEvent], None]:
+            def handler(event: KeyPressEvent) -> None:
+                if self._question is not None:
+                    self._question.answer(choice)
+
+            return handler
+
+        for key, choice in (("y", "once"), ("o", "once"), ("a", "always"), ("n", "deny"), ("d", "deny")):
+            bindings.add(key, filter=asking, eager=True)(answer(choice))  # type: ignore[arg-type]
+        bindings.add("escape", filter=asking, eager=True)(answer("deny"))
+
+        @bindings.add("enter", filter=asking, eager=True)
+        def _(event: KeyPressEvent) -> None:
+            buffer = event.app.current_buffer
+            choice = parse_choice(buffer.text)
+            if choice is not None and self._question is not None:
+                buffer.reset()
+                self._question.answer(choice)
+
+        @bindings.add("c-c", eager=True)
+        def _(event: KeyPressEvent) -> None:
+            buffer = event.app.current_buffer
+            if self._question is not None:
+                self._question.answer("deny")
+                self._on_cancel()
+            elif self._running_since is not None:
+                self._on_cancel()
+            elif buffer.text:
+                buffer.reset()
+            elif self._armed:
+                event.app.exit(exception=EOFError())
+            else:
+                self._armed = True
+                self._hint = "press Ctrl-C again to exit"
+            self.refresh()
+
+        @bindings.add("c-d", filter=Condition(lambda: not self._session.default_buffer.text), eager=True)
+        def _(event: KeyPressEvent) -> None:
+            event.app.exit(exception=EOFError())
+
+        return bindings
+
+
+def file_history(environ: Any) -> History:
+    """The prompt history file, or an in-memory one when it cannot be created."""
+    path = history_path(environ)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch(exist_ok=True)
+    except OSError:
+        return InMemoryHistory()
+    return FileHistory(str(path))

@@ -1,0 +1,99 @@
+"""The ``cli`` plugin and its approval service, and ``dsh run``'s output listener, in process (asyncio and trio)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from dsh_cli import CliPlugin
+from dsh_cli._approval import Choice, SessionApproval, parse_choice
+from dsh_cli._run import RunOutput
+from rich.console import Console
+
+from dsh_core import AgentOptions, Harness, ToolExecution, tool
+from dsh_core.testing import ScriptedModel
+
+pytestmark = pytest.mark.anyio
+
+
+class Scripted:
+    """A prompter that answers from a list and records what it was asked."""
+
+    def __init__(self, *answers: Choice) -> None:
+        self.answers = list(answers)
+        self.asked: list[str] = []
+
+    async def ask(self, execution: ToolExecution, reason: str) -> Choice:
+        self.asked.append(execution.name)
+        return self.answers.pop(0)
+
+
+def _execution(name: str, session: str = "s1") -> ToolExecution:
+    return ToolExecution(call_id="c", name=name, arguments="{}", session_id=session)
+
+
+async def test_always_is_remembered_per_session_and_tool() -> None:
+    """`always` is not asked again for that tool in that session; other tools and sessions still ask."""
+    prompter = Scripted("always", "once", "deny")
+    approval = SessionApproval(prompter)
+    assert await approval.approve(_execution("bash"), "why")
+    assert await approval.approve(_execution("bash"), "why")
+    assert await approval.approve(_execution("write_file"), "why")
+    assert not await approval.approve(_execution("bash", session="s2"), "why")
+    assert prompter.asked == ["bash", "write_file", "bash"]
+
+
+def test_parse_choice() -> None:
+    """Answers are read leniently; anything else is no answer."""
+    assert [parse_choice(a) for a in ("y", "Once", "a", "ALWAYS", "n", "deny", "", "maybe")] == [
+        "once",
+        "once",
+        "always",
+        "always",
+        "deny",
+        "deny",
+        None,
+        None,
+    ]
+
+
+async def test_the_plugin_provides_approval_only_when_given_a_channel() -> None:
+    """Discovered (no channel) the plugin is inert; the command's instance provides ctx.approval."""
+    async with Harness(autoload=False, plugins=[CliPlugin()]) as ctx:
+        assert ctx.get_service("approval") is None
+    approval = SessionApproval(Scripted())
+    async with Harness(autoload=False, plugins=[CliPlugin(approval)]) as ctx:
+        assert ctx.get_service("approval") is approval
+
+
+async def test_run_output_streams_text_and_summarises_tools() -> None:
+    """RunOutput writes the answer's text to stdout and one line per tool call and result to stderr."""
+
+    @tool
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return f"value of {key}"
+
+    model = ScriptedModel(
+        [
+            ScriptedModel.tool_call("lookup", {"key": "k"}, text="Checking.", chunks=3),
+            ScriptedModel.text("Done.", chunks=2),
+        ]
+    )
+    out, err = io.StringIO(), io.StringIO()
+    output = RunOutput(out=out, err=Console(file=err, width=100, color_system=None), json_lines=False)
+    async with Harness(autoload=False) as ctx:
+        ctx.llm.register_adapter("scripted", model)
+        ctx.tools.register(lookup)
+        handle = await ctx.agents.create(
+            "run",
+            agent_options=AgentOptions(model="scripted/x"),
+            setup=lambda c: c.register_plugin(output) and None,
+        )
+        async with handle:
+            outcome = await handle.agent.run("go")
+    output.finish()
+    assert outcome.kind == "completed"
+    assert out.getvalue() == "Checking.\nDone.\n"
+    assert err.getvalue().splitlines() == ['⏺ lookup(key="k")', "  ⎿ value of k"]
+    assert output.reason == {"kind": "completed"}

@@ -1,0 +1,204 @@
+"""``dsh chat`` in a real pseudo-terminal against the fake server: streaming, approvals, steering, Ctrl-C, resume."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .cli_kit import FakeLlm, run_dsh, spawn_dsh
+
+pexpect = pytest.importorskip("pexpect")
+
+
+@pytest.fixture
+def chat(project: Path, dsh_env: dict[str, str]) -> Iterator[Any]:
+    """``dsh chat`` started in the project, at its first prompt."""
+    child = spawn_dsh("chat", cwd=project, env=dsh_env)
+    try:
+        child.expect("new session")
+        yield child
+    finally:
+        child.close(force=True)
+
+
+def _leave(child: Any) -> None:
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
+def test_answer_streams(chat: Any, llm: FakeLlm) -> None:
+    """A prompt is sent as the user's message and the streamed answer is printed."""
+    llm.text("Hello", " from", " the fake model.")
+    chat.sendline("hi there")
+    chat.expect("Hello from the fake model.")
+    chat.expect("done")
+    assert llm.messages(0)[-1] == {"role": "user", "content": "hi there"}
+    _leave(chat)
+
+
+def test_reasoning_is_collapsed_and_expandable(chat: Any, llm: FakeLlm) -> None:
+    """Reasoning shows as one dim summary line; /reasoning prints it in full."""
+    llm.reasoning("First line of thought.\nSecond line of thought.", "The answer.")
+    chat.sendline("think")
+    chat.expect("thought: First line of thought.")
+    chat.expect("The answer.")
+    chat.sendline("/reasoning")
+    chat.expect("Second line of thought.")
+    _leave(chat)
+
+
+def test_approval_once_always_and_deny(chat: Any, llm: FakeLlm) -> None:
+    """An `ask` tool waits for y (once), a (always: not asked again this session) or n (deny)."""
+    llm.tool_call("bash", {"command": "echo first-run"})
+    llm.text("ran once")
+    chat.sendline("run it")
+    chat.expect("allow bash")
+    chat.send("y")
+    chat.expect("allowed once")
+    chat.expect("first-run")
+    chat.expect("ran once")
+
+    llm.tool_call("bash", {"command": "echo second-run"})
+    llm.text("denied, fine")
+    chat.sendline("again")
+    chat.expect("allow bash")
+    chat.send("n")
+    chat.expect("denied")
+    chat.expect("denied, fine")
+    tool_message = llm.messages(3)[-1]
+    assert tool_message["role"] == "tool"
+    assert "denied" in tool_message["content"]
+
+    llm.tool_call("bash", {"command": "echo third-run"})
+    llm.text("always now")
+    chat.sendline("once more")
+    chat.expect("allow bash")
+    chat.send("a")
+    chat.expect("allowed for this session")
+    chat.expect("always now")
+    llm.tool_call("bash", {"command": "echo fourth-run"})
+    llm.text("not asked")
+    chat.sendline("and again")
+    chat.expect("fourth-run")
+    chat.expect("not asked")
+    assert "fourth-run" in llm.messages(7)[-1]["content"]
+    _leave(chat)
+
+
+def test_typing_while_it_works_steers(chat: Any, llm: FakeLlm) -> None:
+    """A line entered while the model streams is steering: the next request carries it."""
+    release = llm.held_tool_call("Looking around", "list_dir", {"path": "."})
+    llm.text("Bananas noted.")
+    chat.sendline("start")
+    chat.expect("Looking around")
+    chat.sendline("also mention bananas")
+    chat.expect("steering")
+    release.set()
+    chat.expect("Bananas noted.")
+    llm.wait_for_requests(2)
+    steering = [m for m in llm.messages(1) if m["role"] == "user" and "bananas" in str(m.get("content"))]
+    assert steering, llm.messages(1)
+    _leave(chat)
+
+
+def test_ctrl_c_cancels_then_twice_exits(chat: Any, llm: FakeLlm) -> None:
+    """Ctrl-C cancels a running turn (the chat goes on); twice on an empty prompt it exits."""
+    llm.held("Thinking hard")
+    chat.sendline("go")
+    chat.expect("Thinking hard")
+    chat.sendcontrol("c")
+    chat.expect("cancelled")
+    llm.text("Fresh answer.")
+    chat.sendline("again")
+    chat.expect("Fresh answer.")
+    contents = [m.get("content") for m in llm.messages(1)]
+    assert "Thinking hard" in contents, "the interrupted text is kept in the history"
+    chat.sendcontrol("c")
+    chat.expect("press Ctrl-C again to exit")
+    chat.sendcontrol("c")
+    chat.expect(pexpect.EOF)
+    chat.close()
+    assert chat.exitstatus == 0
+
+
+def test_resume_a_session(project: Path, dsh_env: dict[str, str], llm: FakeLlm) -> None:
+    """/resume ID in a new chat shows the stored history and continues the session."""
+    first = spawn_dsh("chat", cwd=project, env=dsh_env)
+    try:
+        first.expect(r"new session (?:\x1b\[[0-9;]*m)*([0-9]{8}-[0-9]{6}-[0-9a-f]{6})")
+        session = first.match.group(1)
+        llm.text("Noted.")
+        first.sendline("remember 42")
+        first.expect("Noted.")
+        _leave(first)
+    finally:
+        first.close(force=True)
+    second = spawn_dsh("chat", cwd=project, env=dsh_env)
+    try:
+        second.expect("new session")
+        second.sendline("/sessions")
+        second.expect_exact(session)
+        second.sendline(f"/resume {session}")
+        second.expect("remember 42")
+        second.expect("resumed session")
+        llm.text("It was 42.")
+        second.sendline("which number?")
+        second.expect("It was 42.")
+        contents = [m.get("content") for m in llm.messages(1)]
+        assert contents[-3:] == ["remember 42", "Noted.", "which number?"]
+        _leave(second)
+    finally:
+        second.close(force=True)
+
+
+def test_commands(chat: Any) -> None:
+    """/help lists the commands; /model refuses an unknown model; /mode switches the permission mode."""
+    chat.sendline("/help")
+    chat.expect("/resume ID")
+    chat.sendline("/model local/nope")
+    chat.expect("unknown model")
+    chat.sendline("/model")
+    chat.expect("local/fake")
+    chat.sendline("/mode read-only")
+    chat.expect("mode → ")
+    chat.expect("read-only")
+    chat.sendline("/mode")
+    chat.expect("read-only")
+    chat.sendline("/bogus")
+    chat.expect("unknown command")
+    _leave(chat)
+
+
+def test_sessions_resume_opens_a_chat(project: Path, dsh_env: dict[str, str], llm: FakeLlm) -> None:
+    """`dsh sessions resume ID` is a chat on the stored session, its history shown first."""
+    llm.text("Stored answer.")
+    done = run_dsh("run", "stored question", cwd=project, env=dsh_env)
+    assert done.returncode == 0, done.stderr
+    session = done.stderr.split("session ")[-1].split(" ")[0]
+    child = spawn_dsh("sessions", "resume", session, cwd=project, env=dsh_env)
+    try:
+        child.expect("stored question")
+        child.expect("Stored answer.")
+        child.expect("resumed session")
+        _leave(child)
+    finally:
+        child.close(force=True)
+
+
+def test_ctrl_c_on_a_question_denies_and_cancels(chat: Any, llm: FakeLlm) -> None:
+    """Ctrl-C while an approval question is open denies the call and cancels the turn."""
+    llm.tool_call("bash", {"command": "echo never"})
+    chat.sendline("run something")
+    chat.expect("allow bash")
+    chat.sendcontrol("c")
+    chat.expect("denied")
+    chat.expect("cancelled")
+    llm.text("Still here.")
+    chat.sendline("hello?")
+    chat.expect("Still here.")
+    _leave(chat)

@@ -1,0 +1,204 @@
+"""``dsh run``: streamed answer on stdout, tool activity on stderr, exit statuses, ``--json``, resume, Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .cli_kit import DSH, FakeLlm, project_toml, run_dsh, spawn_dsh
+
+
+def _session_id(stderr: str) -> str:
+    found = re.search(r"session (\S+) · continue", stderr)
+    assert found is not None, stderr
+    return found.group(1)
+
+
+def test_answer_goes_to_stdout_and_exit_is_zero(llm: FakeLlm, project: Path, dsh_env: dict[str, str]) -> None:
+    """A completed turn prints exactly the answer text on stdout and exits 0."""
+    llm.text("Hello", ", ", "world.")
+    done = run_dsh("run", "say hello", cwd=project, env=dsh_env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Hello, world.\n"
+    assert "session " in done.stderr
+    assert llm.messages(0)[-1] == {"role": "user", "content": "say hello"}
+
+
+def test_tool_activity_goes_to_stderr(llm: FakeLlm, project: Path, dsh_env: dict[str, str]) -> None:
+    """A tool call is summarised on stderr; stdout carries only the model's text."""
+    llm.tool_call("read_file", {"path": "notes.txt"}, text="Reading.")
+    llm.text("They are yellow.")
+    done = run_dsh("run", "what colour are bananas?", cwd=project, env=dsh_env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Reading.\nThey are yellow.\n"
+    assert "read_file notes.txt" in done.stderr
+    assert "bananas are yellow" in done.stderr
+    tool_message = llm.messages(1)[-1]
+    assert tool_message["role"] == "tool"
+    assert "bananas are yellow" in tool_message["content"]
+
+
+def test_json_prints_every_event_as_one_line(llm: FakeLlm, project: Path, dsh_env: dict[str, str]) -> None:
+    """--json: stdout is one JSON session event per line, seqs contiguous, ending with turn/end completed."""
+    llm.tool_call("list_dir", {"path": "."})
+    llm.text("Two files.")
+    done = run_dsh("run", "--json", "list the files", cwd=project, env=dsh_env)
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [event["seq"] for event in events] == list(range(events[0]["seq"], events[0]["seq"] + len(events)))
+    types = [event["type"] for event in events]
+    for expected in ("turn/start", "user/message", "assistant/chunk", "tool/call", "tool/result", "turn/end"):
+        assert expected in types
+    assert events[-1]["type"] == "turn/end"
+    assert events[-1]["data"]["reason"] == {"kind": "completed"}
+
+
+def test_resume_continues_the_stored_session(llm: FakeLlm, project: Path, dsh_env: dict[str, str]) -> None:
+    """--resume ID sends the stored history with the new prompt."""
+    llm.text("Noted: 42.")
+    first = run_dsh("run", "remember 42", cwd=project, env=dsh_env)
+    assert first.returncode == 0, first.stderr
+    session = _session_id(first.stderr)
+    llm.text("It was 42.")
+    second = run_dsh("run", "--resume", session, "which number?", cwd=project, env=dsh_env)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout == "It was 42.\n"
+    contents = [message.get("content") for message in llm.messages(1)]
+    assert contents[-3:] == ["remember 42", "Noted: 42.", "which number?"]
+
+
+def test_model_error_exits_one_with_one_line(llm: FakeLlm, project: Path, dsh_env: dict[str, str]) -> None:
+    """A failed request ends the turn `error`: exit 1 and one `dsh:` line naming the failure."""
+    llm.fail(500, "the model is on fire")
+    done = run_dsh("run", "hi", cwd=project, env=dsh_env)
+    assert done.returncode == 1
+    errors = [line for line in done.stderr.splitlines() if line.startswith("dsh:")]
+    assert len(errors) == 1
+    assert "SERVER" in errors[0]
+    assert "on fire" in errors[0]
+
+
+def test_max_tokens_has_its_own_exit_status(llm: FakeLlm, project: Path, dsh_env: dict[str, str]) -> None:
+    """A turn cut at the output limit exits 4."""
+    llm.text("This answer is cut", finish="length")
+    done = run_dsh("run", "write a novel", cwd=project, env=dsh_env)
+    assert done.returncode == 4, done.stderr
+    assert done.stdout == "This answer is cut\n"
+
+
+def test_no_api_key_names_the_variable_and_the_demo(tmp_path: Path, dsh_env: dict[str, str]) -> None:
+    """The default model without DEEPSEEK_API_KEY: exit 3, one line naming the variable and `dsh demo`."""
+    done = run_dsh("run", "hi", cwd=tmp_path, env=dsh_env)
+    assert done.returncode == 3
+    assert done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "DEEPSEEK_API_KEY" in lines[0]
+    assert "dsh demo" in lines[0]
+
+
+def test_unknown_model_is_one_clear_line(project: Path, dsh_env: dict[str, str]) -> None:
+    """An unknown provider or model: exit 3 and one line, before any session is created."""
+    for model, expected in (("local/nope", "knows no model 'nope'"), ("nowhere/x", "provider 'nowhere'")):
+        done = run_dsh("run", "--model", model, "hi", cwd=project, env=dsh_env)
+        assert done.returncode == 3
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1, done.stderr
+        assert "unknown model" in lines[0]
+        assert expected in lines[0]
+
+
+def test_unreachable_server_is_one_clear_line(
+    tmp_path: Path, free_port: int, dsh_env: dict[str, str]
+) -> None:
+    """Nothing listening at base_url: exit 1 and one line saying the connection failed."""
+    (tmp_path / "dsh.toml").write_text(
+        project_toml(f"http://127.0.0.1:{free_port}/v1", tmp_path / "sessions")
+    )
+    done = run_dsh("run", "hi", cwd=tmp_path, env=dsh_env)
+    assert done.returncode == 1
+    errors = [line for line in done.stderr.splitlines() if line.startswith("dsh:")]
+    assert len(errors) == 1, done.stderr
+    assert "TRANSPORT" in errors[0] or "TIMEOUT" in errors[0]
+
+
+def test_ask_without_a_terminal_is_denied(llm: FakeLlm, project: Path, dsh_env: dict[str, str]) -> None:
+    """A tool that needs approval is denied when stdin is not a terminal, and the user is told why."""
+    llm.tool_call("bash", {"command": "echo should-not-run"})
+    llm.text("It was denied.")
+    done = run_dsh("run", "run echo", cwd=project, env=dsh_env, input="")
+    assert done.returncode == 0, done.stderr
+    assert "denied bash $ echo should-not-run" in done.stderr
+    tool_message = llm.messages(1)[-1]
+    assert "denied" in tool_message["content"]
+    assert "should-not-run\n" not in tool_message["content"]
+
+
+def test_prompt_from_stdin(llm: FakeLlm, project: Path, dsh_env: dict[str, str]) -> None:
+    """`dsh run -` reads the prompt from stdin."""
+    llm.text("ok")
+    done = run_dsh("run", "-", cwd=project, env=dsh_env, input="from a pipe\n")
+    assert done.returncode == 0, done.stderr
+    assert llm.messages(0)[-1]["content"] == "from a pipe\n"
+
+
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_cancels_the_turn_and_keeps_the_session(
+    llm: FakeLlm, project: Path, dsh_env: dict[str, str], signum: int, status: int
+) -> None:
+    """SIGINT (SIGTERM) while the model streams: exit 130 (143); the stored session ends turn/end aborted."""
+    llm.held("partial answer")
+    process = subprocess.Popen(
+        [DSH, "run", "take your time"],
+        cwd=project,
+        env=dsh_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        assert process.stdout.read(len("partial answer")) == "partial answer"
+        process.send_signal(signum)
+        _, stderr = process.communicate(timeout=20)
+    finally:
+        process.kill()
+    assert process.returncode == status, stderr
+    assert "cancelled" in stderr
+    session = _session_id(stderr)
+    shown = run_dsh("sessions", "show", session, "--json", cwd=project, env=dsh_env)
+    assert shown.returncode == 0, shown.stderr
+    events = [json.loads(line) for line in shown.stdout.splitlines()]
+    assert events[-1]["type"] == "turn/end"
+    assert events[-1]["data"]["reason"]["kind"] == "aborted"
+    interrupted = [e for e in events if e["type"] == "assistant/message" and e["data"].get("interrupted")]
+    assert interrupted, "the streamed text is kept as an interrupted assistant message"
+
+
+def test_ask_at_a_terminal_is_a_question(llm: FakeLlm, project: Path, dsh_env: dict[str, str]) -> None:
+    """With a terminal, an `ask` tool is a question on stderr; `y` runs it once."""
+    pytest.importorskip("pexpect")
+    llm.tool_call("bash", {"command": "echo from-run-tool"}, text="Running it.")
+    llm.text("All done.")
+    child = spawn_dsh("run", "run the thing", cwd=project, env=dsh_env)
+    try:
+        child.expect("allow")
+        child.sendline("y")
+        child.expect("from-run-tool")
+        child.expect("All done.")
+        child.expect(pexpect_eof())
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+
+
+def pexpect_eof() -> Any:
+    import pexpect
+
+    return pexpect.EOF

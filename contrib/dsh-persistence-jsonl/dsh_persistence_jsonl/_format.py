@@ -1,0 +1,99 @@
+"""The lines of ``session.jsonl``: the header (line 1) and one ``SessionEvent`` per further line.
+
+Header: ``{"format": 1, "id", "created", "cwd", "parent_id", "seed_length", "meta"}``, where
+``meta`` is ``SessionMeta.to_json()`` (the source of truth on load) and ``cwd``, ``parent_id`` and
+``seed_length`` repeat it so that a listing needs no more than the first line. ``created`` is
+seconds since the epoch. Every further line is exactly ``SessionEvent.to_json()`` as compact JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from json.encoder import encode_basestring
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+
+from dsh_core import SessionEvent, VocabularyError
+from dsh_core._defaults.sessions import SessionMeta
+from dsh_core._json import dumps_json
+
+from ._errors import SessionCorruptError, SessionFormatError
+
+__all__ = ["FORMAT_VERSION", "Header", "encode_event", "encode_header", "read_header"]
+
+#: the version this plugin writes and reads
+FORMAT_VERSION: Final = 1
+
+
+@attrs.frozen(kw_only=True)
+class Header:
+    """Line 1 of a stored log."""
+
+    id: str
+    created: float
+    meta: SessionMeta
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT_VERSION,
+            "id": self.id,
+            "created": self.created,
+            "cwd": self.meta.cwd,
+            "parent_id": self.meta.parent_id,
+            "seed_length": self.meta.seed_length,
+            "meta": self.meta.to_json(),
+        }
+
+
+def encode_header(header: Header) -> bytes:
+    """The header as one complete line."""
+    return (dumps_json(header.to_json()) + "\n").encode("utf-8")
+
+
+def encode_event(event: SessionEvent) -> bytes:
+    """``event`` as one complete line: the JSON of ``event.to_json()``, without thawing ``data``.
+
+    Assembled around ``dumps_json(data)`` rather than dumped as one object: the envelope's fields
+    have fixed types (``time`` is always a float, whose ``repr`` is its JSON), and this is the hot
+    path of every write.
+    """
+    kind = encode_basestring(event.type)
+    return f'{{"type":{kind},"seq":{event.seq},"time":{event.time!r},"data":{dumps_json(event.data)}}}\n'.encode()
+
+
+def read_header(parsed: object, path: Path) -> Header:
+    """Check a parsed line 1 and read it.
+
+    Unknown keys are ignored (a later writer of the same format may add some).
+
+    :raises SessionFormatError: for a format version other than ``FORMAT_VERSION``.
+    :raises SessionCorruptError: for a header that is not one (naming line 1).
+    """
+
+    def corrupt(problem: str) -> SessionCorruptError:
+        msg = f"{path}:1: the header is damaged: {problem}; the file was not modified"
+        return SessionCorruptError(msg, path=path, line=1)
+
+    if not isinstance(parsed, Mapping):
+        raise corrupt("expected a JSON object")
+    version = parsed.get("format")
+    if version != FORMAT_VERSION or type(version) is not int:
+        msg = (
+            f"{path}: the log is in format {version!r}, and this dsh-persistence-jsonl reads format "
+            f"{FORMAT_VERSION} only; open it with the dsh version that wrote it, or upgrade "
+            f"dsh-persistence-jsonl"
+        )
+        raise SessionFormatError(msg, path=path, version=version)
+    session_id = parsed.get("id")
+    if not isinstance(session_id, str) or not session_id:
+        raise corrupt(f"id: expected a non-empty string, got {session_id!r}")
+    created = parsed.get("created")
+    if isinstance(created, bool) or not isinstance(created, int | float):
+        raise corrupt(f"created: expected seconds since the epoch, got {created!r}")
+    try:
+        meta = SessionMeta.from_json(parsed.get("meta", {}), field="meta")
+    except (VocabularyError, TypeError, ValueError) as exc:
+        raise corrupt(str(exc)) from exc
+    return Header(id=session_id, created=float(created), meta=meta)

@@ -1,0 +1,377 @@
+"""Reading a stored log: the strict parse, the torn-tail rule, crash repair, and the listing scan.
+
+Strict parse: line 1 is the header, every further line one ``SessionEvent`` whose ``seq`` is its
+index. Only the tail may be damaged by a crash — an unterminated last line, or a last line that is
+not JSON (a write cut short, or a block of zeros after a power loss) — and only that tail is
+dropped. Anything wrong before it is corruption: an error naming the file and line.
+
+Crash repair closes a turn the log leaves open, with events a caller appends (never rewrites):
+
+* each tool call of the turn's last assistant message that has no ``tool/call`` gets a
+  ``tool/call`` + error ``tool/result`` pair coded ``TOOL_NOT_STARTED``;
+* each ``tool/call`` without a ``tool/result`` gets an error result coded ``TOOL_OUTCOME_UNKNOWN``
+  telling the model to retry only an idempotent call;
+* then ``turn/end`` with reason ``{"kind": "interrupted"}``.
+
+Results come in the model's order, as the loop writes them, so the next request is valid.
+Everything here is plain blocking code over bytes; the store runs it in a worker thread.
+
+Parsing pauses the cyclic garbage collector: a log of 100k events builds about a million
+containers, all of them kept, and the collections they would trigger cost a third of the parse.
+Nothing is freed late but cycles, and the pause lasts one parse.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Final, NoReturn
+
+import attrs
+
+from dsh_core import (
+    AssistantMessage,
+    FrozenDict,
+    SessionEvent,
+    Text,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from dsh_core._json import frozen_trusted
+
+from ._errors import SessionCorruptError
+from ._format import Header, read_header
+
+__all__ = ["LogSummary", "StoredLog", "parse_log", "repair_events", "summarize_log"]
+
+NOT_STARTED: Final = "TOOL_NOT_STARTED"
+OUTCOME_UNKNOWN: Final = "TOOL_OUTCOME_UNKNOWN"
+
+
+@attrs.frozen
+class StoredLog:
+    """A parsed log: its header, its events, and where the valid part of the file ends."""
+
+    header: Header
+    events: tuple[SessionEvent, ...]
+    #: bytes from the start of the file to the end of the last valid line
+    valid_size: int
+    #: bytes in the file (more than ``valid_size`` when the tail is torn)
+    size: int
+
+    @property
+    def torn(self) -> int:
+        """How many bytes of torn tail follow the last valid line."""
+        return self.size - self.valid_size
+
+
+class _NotLossless(ValueError):
+    """A complete line holding ``NaN`` or ``Infinity``: well-formed, so never a torn write."""
+
+
+def _refuse_constant(name: str) -> NoReturn:
+    msg = f"{name} is not JSON (only finite numbers are)"
+    raise _NotLossless(msg)
+
+
+def _loads(line: bytes) -> Any:
+    return json.loads(line, parse_constant=_refuse_constant)
+
+
+# The fast path. ``json`` guarantees what ``freeze_json`` would check of parsed text (str keys,
+# JSON scalars; NaN and Infinity are refused by ``parse_constant``), so each object is frozen as
+# the decoder builds it, bottom-up, instead of being copied again afterwards: arrays become tuples
+# and objects ``FrozenDict``s. A line the fast path does not take is re-read by the strict path
+# (``SessionEvent.from_json``), which says exactly what is wrong with it.
+
+
+def _tuple_of(items: list[Any]) -> tuple[Any, ...]:
+    return tuple([_tuple_of(item) if type(item) is list else item for item in items])
+
+
+def _freeze_object(obj: dict[str, Any]) -> FrozenDict:
+    for key, value in obj.items():
+        if type(value) is list:
+            obj[key] = _tuple_of(value)
+    return frozen_trusted(obj)
+
+
+_decode = json.JSONDecoder(object_hook=_freeze_object, parse_constant=_refuse_constant).decode
+_ENVELOPE: Final = frozenset({"type", "seq", "time", "data"})
+
+
+def _event(line: bytes, seq: int) -> SessionEvent | None:
+    """The event on ``line`` if it is a well-formed event numbered ``seq``, else ``None``.
+
+    :raises ValueError: the line is not JSON text (a ``_NotLossless`` for NaN or Infinity).
+    """
+    parsed = _decode(line.decode("utf-8"))
+    if type(parsed) is not FrozenDict or parsed.keys() != _ENVELOPE or parsed["seq"] != seq:
+        return None
+    kind, data = parsed["type"], parsed["data"]
+    if type(kind) is not str or type(data) is not FrozenDict or type(parsed["seq"]) is not int:
+        return None
+    try:
+        return SessionEvent(kind, seq, parsed["time"], data)
+    except (TypeError, ValueError):
+        return None
+
+
+_gc_lock = threading.Lock()
+_gc_users = 0
+_gc_was_enabled = False
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause cyclic collection while building objects that all stay alive (nests across threads)."""
+    global _gc_users, _gc_was_enabled
+    with _gc_lock:
+        if _gc_users == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_users += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_users -= 1
+            if _gc_users == 0 and _gc_was_enabled:
+                gc.enable()
+
+
+def parse_log(path: Path, data: bytes) -> StoredLog:
+    """Parse the bytes of ``path`` strictly, allowing only a torn tail.
+
+    :raises SessionCorruptError: naming ``path`` and the 1-based line (the header is line 1).
+    :raises SessionFormatError: the header's format version is not ours.
+    """
+    with _gc_paused():
+        return _parse(path, data)
+
+
+def _parse(path: Path, data: bytes) -> StoredLog:
+    if not data:
+        msg = f"{path}: the file is empty: it has no header line; delete the session folder {path.parent}"
+        raise SessionCorruptError(msg, path=path, line=1)
+    lines = data.split(b"\n")
+    tail = lines.pop()  # after the last newline: b"" unless the last line is unterminated
+    if not lines:
+        msg = f"{path}:1: the header line is unterminated (the file was cut short); the file was not modified"
+        raise SessionCorruptError(msg, path=path, line=1)
+    try:
+        first = _loads(lines[0])
+    except ValueError as exc:
+        msg = f"{path}:1: the header is not JSON ({exc}); the file was not modified"
+        raise SessionCorruptError(msg, path=path, line=1) from None
+    header = read_header(first, path)
+    valid_size = len(data) - len(tail)
+    events: list[SessionEvent] = []
+    append = events.append
+    last = len(lines) - 1
+    for index in range(1, len(lines)):
+        line = lines[index]
+        try:
+            event = _event(line, index - 1)
+        except ValueError as exc:
+            if index == last and not tail and not isinstance(exc, _NotLossless):
+                valid_size -= len(line) + 1  # a torn last line, newline included: dropped
+                break
+            _corrupt(path, index + 1, f"not JSON ({exc})")
+        if event is None:
+            _strict(path, index, line)
+        append(event)
+    return StoredLog(header, tuple(events), valid_size, len(data))
+
+
+def _strict(path: Path, index: int, line: bytes) -> NoReturn:
+    """Say exactly why ``line`` (line ``index + 1``) is not event ``index - 1``."""
+    try:
+        event = SessionEvent.from_json(_loads(line), field="event")
+    except ValueError as exc:  # VocabularyError, EventDataError
+        _corrupt(path, index + 1, str(exc))
+    _corrupt(path, index + 1, f"the event has seq {event.seq} but is event {index - 1} of the log")
+
+
+def _corrupt(path: Path, line: int, problem: str) -> NoReturn:
+    msg = (
+        f"{path}:{line}: {problem}; the log is damaged before its last line, so it is not repaired "
+        f"automatically and the file was not modified. Fix or remove that line by hand, or delete "
+        f"the session"
+    )
+    raise SessionCorruptError(msg, path=path, line=line)
+
+
+# ---------------------------------------------------------------------- crash repair
+
+
+def _not_started(name: str, call_id: str) -> str:
+    return (
+        f"Error: the tool call {name} ({call_id}) was not started: the session was interrupted "
+        f"(the harness stopped) before it ran. Call it again if it is still needed."
+    )
+
+
+def _outcome_unknown(name: str, call_id: str) -> str:
+    return (
+        f"Error: the outcome of the tool call {name} ({call_id}) is unknown: the session was "
+        f"interrupted (the harness stopped) while it was running, so it may or may not have taken "
+        f"effect. Check its effects before going on, and retry it only if the call is idempotent "
+        f"(safe to repeat)."
+    )
+
+
+@attrs.define
+class _OpenTurn:
+    turn: int
+    start: int
+    #: the last assistant message of the turn, and its step
+    message: AssistantMessage | None = None
+    message_step: int = 0
+    #: call_id -> the tool/call event, in log order
+    calls: dict[str, SessionEvent] = attrs.Factory(dict)
+    results: set[str] = attrs.Factory(set)
+
+
+def _open_turn(events: Sequence[SessionEvent], path: Path) -> _OpenTurn | None:
+    for index in range(len(events) - 1, -1, -1):
+        kind = events[index].type
+        if kind == "turn/end":
+            return None
+        if kind == "turn/start":
+            turn: Any = events[index].data.get("turn")
+            found = _OpenTurn(turn if isinstance(turn, int) else 0, index)
+            break
+    else:
+        return None
+    for event in events[found.start + 1 :]:
+        try:
+            _note(found, event)
+        except (ValueError, LookupError, TypeError) as exc:
+            problem = f"cannot close the open turn {found.turn}: its {event.type} event is malformed ({exc})"
+            _corrupt(path, event.seq + 2, problem)
+    return found
+
+
+def _note(found: _OpenTurn, event: SessionEvent) -> None:
+    data: Any = event.data
+    if event.type == "assistant/message":
+        found.message = AssistantMessage.from_json(data["message"], field="data.message")
+        found.message_step = int(data.get("step", 0))
+    elif event.type == "tool/call":
+        found.calls[str(data["call_id"])] = event
+    elif event.type == "tool/result":
+        found.results.add(str(data["message"]["call_id"]))
+
+
+def repair_events(events: Sequence[SessionEvent], path: Path) -> list[SessionEvent]:
+    """The events that close a turn left open at the end of ``events`` (``[]`` if none is).
+
+    They continue the seqs and reuse the last event's time (the moment of the crash is unknown;
+    it came after that).
+
+    :raises SessionCorruptError: the open turn holds a malformed event (naming its line in ``path``).
+    """
+    opened = _open_turn(events, path)
+    if opened is None:
+        return []
+    turn = opened.turn
+    at = events[-1].time
+    added: list[SessionEvent] = []
+
+    def add(event_type: str, data: dict[str, Any]) -> None:
+        added.append(SessionEvent(event_type, len(events) + len(added), at, data))
+
+    def result(step: int, call_id: str, text: str, code: str) -> None:
+        message = ToolResultMessage(call_id=call_id, content=(Text(text),), is_error=True)
+        add("tool/result", {"turn": turn, "step": step, "message": message.to_json(), "error_code": code})
+
+    model_calls: list[ToolCall] = []
+    message = opened.message
+    if message is not None:
+        model_calls = [block for block in message.content if isinstance(block, ToolCall)]
+    in_message = {call.id for call in model_calls}
+    # Calls logged outside the last message (an earlier step): the loop never leaves these, but
+    # an open call is closed wherever it is.
+    for call_id, call_event in opened.calls.items():
+        if call_id not in opened.results and call_id not in in_message:
+            data: Any = call_event.data
+            name = str(data.get("name"))
+            result(int(data.get("step", 0)), call_id, _outcome_unknown(name, call_id), OUTCOME_UNKNOWN)
+    for call in model_calls:
+        if call.id in opened.results:
+            continue
+        logged = opened.calls.get(call.id)
+        if logged is not None:
+            logged_data: Any = logged.data
+            step = int(logged_data.get("step", opened.message_step))
+            result(step, call.id, _outcome_unknown(call.name, call.id), OUTCOME_UNKNOWN)
+            continue
+        step = opened.message_step
+        add(
+            "tool/call",
+            {"turn": turn, "step": step, "call_id": call.id, "name": call.name, "arguments": call.arguments},
+        )
+        result(step, call.id, _not_started(call.name, call.id), NOT_STARTED)
+    add("turn/end", {"turn": turn, "reason": {"kind": "interrupted"}})
+    return added
+
+
+# ---------------------------------------------------------------------- listing
+
+_TURN_START: Final = b'{"type":"turn/start",'
+_USER_MESSAGE: Final = b'{"type":"user/message",'
+_TITLE_LENGTH: Final = 80
+
+
+@attrs.frozen
+class LogSummary:
+    """What a listing shows about one log, read without parsing every event."""
+
+    header: Header
+    events: int
+    turns: int
+    title: str | None
+
+
+def summarize_log(path: Path, data: bytes) -> LogSummary:
+    """The header, the number of complete event lines and of turns, and a title from the first prompt.
+
+    Only the header and the first prompt are parsed; the counts come from a scan of the bytes.
+
+    :raises SessionCorruptError: for a damaged header. :raises SessionFormatError:
+    """
+    end = data.rfind(b"\n") + 1  # complete lines only: a torn tail is not an event
+    newline = data.find(b"\n")
+    if newline < 0:
+        msg = f"{path}:1: the header line is unterminated (the file was cut short)"
+        raise SessionCorruptError(msg, path=path, line=1)
+    try:
+        first = _loads(data[:newline])
+    except ValueError as exc:
+        msg = f"{path}:1: the header is not JSON ({exc})"
+        raise SessionCorruptError(msg, path=path, line=1) from None
+    header = read_header(first, path)
+    body = data[newline:end]  # starts with the header's newline, so each event line follows a b"\n"
+    events = body.count(b"\n") - 1 if body else 0
+    turns = body.count(b"\n" + _TURN_START)
+    return LogSummary(header, max(events, 0), turns, _title(body))
+
+
+def _title(body: bytes) -> str | None:
+    at = body.find(b"\n" + _USER_MESSAGE)
+    if at < 0:
+        return None
+    stop = body.find(b"\n", at + 1)
+    try:
+        parsed = _loads(body[at + 1 : stop])
+        message = UserMessage.from_json(parsed["data"]["message"])
+    except (ValueError, KeyError, TypeError):
+        return None
+    text = " ".join(message.text.split())
+    return text if len(text) <= _TITLE_LENGTH else text[: _TITLE_LENGTH - 1] + "…"
