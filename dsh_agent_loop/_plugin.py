@@ -23,6 +23,7 @@ import attrs
 from dsh_core._agent_types import AgentOptions, Setup, TurnOutcome
 from dsh_core._context import Context, Effect
 from dsh_core._errors import ConfigError, DshError, DuplicateRegistrationError, MissingServiceError
+from dsh_core._persistence import SessionPersistence
 from dsh_core._session_event import SessionEvent
 
 from ._agent import Agent
@@ -240,7 +241,7 @@ class AgentLoop:
         setup: Setup | None = None,
     ) -> _Handle:
         """Load a persisted session and publish its agent; turn numbering continues."""
-        persistence = self.ctx.get_service("session_persistence")
+        persistence: SessionPersistence | None = self.ctx.get_service("session_persistence")
         if persistence is None:
             msg = (
                 f"cannot resume session {resume_session_id!r}: session persistence is not configured "
@@ -248,13 +249,17 @@ class AgentLoop:
             )
             raise MissingServiceError(msg, plugin="agent-loop", service="session_persistence")
         self._claim(resume_session_id)
+        loaded = False
         try:
-            loaded = await persistence.load(resume_session_id)
-            session = self.ctx.sessions.prepare(resume_session_id, meta=loaded.meta, seed=loaded.events)
+            stored = await persistence.load(resume_session_id)
+            loaded = True
+            session = self.ctx.sessions.prepare(resume_session_id, meta=stored.meta, seed=stored.events)
+            return await self._publish(owner_ctx, session, agent_options, setup, source="resume")
         except BaseException:
             self._claimed.discard(resume_session_id)
+            if loaded:  # the session never went live: let another resume (or process) have it
+                persistence.release(resume_session_id)
             raise
-        return await self._publish(owner_ctx, session, agent_options, setup, source="resume")
 
     def _claim(self, ident: str) -> None:
         """Reserve ``ident`` for one create or resume; a live or in-flight id fails at once."""

@@ -52,6 +52,8 @@ from ._json import FrozenDict as FrozenDict
 from ._json import JsonValueError as JsonValueError
 from ._markers import hookimpl as hookimpl
 from ._markers import hookspec as hookspec
+from ._persistence import LoadedSessionLike as LoadedSessionLike
+from ._persistence import SessionPersistence as SessionPersistence
 from ._session_event import SessionEvent as SessionEvent
 from ._session_event import SurfaceOp as SurfaceOp
 from ._signal import CancelSignal as CancelSignal
@@ -88,6 +90,7 @@ __all__ = [
     "Harness",
     "Image",
     "JsonValueError",
+    "LoadedSessionLike",
     "Message",
     "MissingServiceError",
     "PluginError",
@@ -99,6 +102,7 @@ __all__ = [
     "Session",
     "SessionEvent",
     "SessionMeta",
+    "SessionPersistence",
     "SubagentError",
     "SubagentProvider",
     "SubagentRefusedError",

@@ -490,6 +490,8 @@ class FakePersistence:
 
     def __init__(self, logs: Mapping[str, Sequence[SessionEvent]]) -> None:
         self.logs = dict(logs)
+        self.reserved: set[str] = set()
+        self.released: list[str] = []
 
     def start(self, ctx: Context) -> None:
         ctx.provide("session_persistence", self)
@@ -499,7 +501,12 @@ class FakePersistence:
 
     async def load(self, session_id: str) -> _Loaded:
         events = self.logs[session_id]
+        self.reserved.add(session_id)
         return _Loaded({"seed_length": len(events)}, events)
+
+    def release(self, session_id: str) -> None:
+        self.reserved.discard(session_id)
+        self.released.append(session_id)
 
 
 async def _finished_log(model_text: str) -> list[SessionEvent]:
@@ -1004,3 +1011,18 @@ async def test_an_agent_disposed_from_inside_its_own_turn_does_not_deadlock(anyi
     assert result.returncode == 0, result.stderr.decode()[-2000:]
     assert "CALLS True" in out
     assert "END turn/end disposed" in out
+
+
+async def test_a_failed_resume_releases_what_load_reserved() -> None:
+    """A resume whose setup raises gives the stored session back (persistence.release)."""
+    log = await _finished_log("stored answer")
+    persistence = FakePersistence({"old": log})
+
+    def broken_setup(agent_ctx: Context) -> None:
+        raise RuntimeError("setup failed")
+
+    async with running(ScriptedModel([]), plugins=[persistence]) as ctx:
+        with pytest.raises(RuntimeError, match="setup failed"):
+            await ctx.agents.resume("old", agent_options=MODEL, setup=broken_setup)
+        assert persistence.released == ["old"]
+        assert ctx.agents.get("old") is None

@@ -119,6 +119,17 @@ class JsonlSessionStore:
             self._reserved[session_id] = held.reservation
         return held.loaded
 
+    def release(self, session_id: str) -> None:
+        """Give up the reservation ``load`` kept, when the resume that was to follow failed.
+
+        Idempotent; a session that is live here is not affected.
+        """
+        if session_id in self._followed:
+            return
+        reservation = self._reserved.pop(session_id, None)
+        if reservation is not None:
+            reservation.lock.release()
+
     def _load_blocking(self, session_id: str, path: Path, held: _Held) -> None:
         if not path.is_file():
             raise self._not_found(session_id, path)
