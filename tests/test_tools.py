@@ -649,3 +649,33 @@ async def test_execute_refuses_what_is_not_an_execution(dsh_ctx: Context) -> Non
     """Passing anything but a ToolExecution is a TypeError at the boundary."""
     with pytest.raises(TypeError, match="takes a ToolExecution, got dict"):
         await dsh_ctx.tools.execute({"name": "add", "arguments": "{}"})
+
+
+async def test_restrict_hides_schemas_and_refuses_calls_for_that_agent_only() -> None:
+    """tools.restrict through agent.ctx narrows what that agent sees; others are unaffected."""
+    from dsh_core import Harness, ToolExecution, tool
+
+    @tool
+    def alpha() -> str:
+        """A."""
+        return "a"
+
+    @tool
+    def beta() -> str:
+        """B."""
+        return "b"
+
+    async with Harness(autoload=False) as ctx:
+        ctx.tools.register(alpha)
+        ctx.tools.register(beta)
+        agent_ctx = ctx.child("agent:a", agent_id="a")
+        agent_ctx.tools.restrict(["alpha", "beta"])
+        agent_ctx.tools.restrict(["alpha"])  # narrows further
+        assert [s["name"] for s in ctx.tools.schemas("a")] == ["alpha"]
+        assert [s["name"] for s in ctx.tools.schemas("b")] == ["alpha", "beta"]
+        refused = await ctx.tools.execute(ToolExecution(call_id="c1", name="beta", arguments="{}", agent_id="a"))
+        assert refused.error_code == "UNKNOWN_TOOL"
+        with pytest.raises(ValueError, match=r"agent\.ctx"):
+            ctx.tools.restrict(["alpha"])
+        await agent_ctx.dispose()
+        assert [s["name"] for s in ctx.tools.schemas("a")] == ["alpha", "beta"]

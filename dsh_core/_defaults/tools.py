@@ -94,6 +94,9 @@ class ToolRuntime:
         self._next_guard = 0
         self._schema_cache: dict[str | None, tuple[FrozenDict, ...]] = {}
         self._guard_cache: dict[str | None, tuple[Guard, ...]] = {}
+        #: per agent: allowlists it was narrowed to (it sees a tool only if every list names it)
+        self._allowlists: dict[str, dict[int, frozenset[str]]] = {}
+        self._next_allowlist = 0
 
     def bind(self, ctx: Context) -> ToolsView:
         return ToolsView(self, ctx)
@@ -161,7 +164,34 @@ class ToolRuntime:
 
         return remove
 
+    def restrict(self, names: Iterable[str], *, scope: str) -> Callable[[], None]:
+        """Let agent ``scope`` see only the tools in ``names``; returns the exact remover.
+
+        Restrictions narrow: with several, the agent sees what all of them allow. A tool it does
+        not see is neither in its schemas nor callable (the model gets ``UNKNOWN_TOOL``).
+        """
+        allowed = frozenset(names)
+        if not all(isinstance(name, str) for name in allowed):
+            msg = f"tools.restrict takes tool names (str), got {sorted(map(repr, allowed))}"
+            raise TypeError(msg)
+        key = self._next_allowlist
+        self._next_allowlist += 1
+        self._allowlists.setdefault(scope, {})[key] = allowed
+        self._schema_cache.clear()
+
+        def remove() -> None:
+            if self._allowlists.get(scope, {}).pop(key, None) is not None:
+                self._schema_cache.clear()
+
+        return remove
+
+    def _allows(self, scope: str | None, name: str) -> bool:
+        lists = self._allowlists.get(scope) if scope is not None else None
+        return not lists or all(name in allowed for allowed in lists.values())
+
     def _entry(self, name: str, scope: str | None) -> _Entry | None:
+        if not self._allows(scope, name):
+            return None
         if scope is not None:
             layer = self._tools.get(scope)
             if layer is not None and (entry := layer.get(name)) is not None:
@@ -172,6 +202,8 @@ class ToolRuntime:
         visible = dict(self._tools[None])
         if scope is not None:
             visible.update(self._tools.get(scope, {}))
+            if self._allowlists.get(scope):
+                visible = {name: entry for name, entry in visible.items() if self._allows(scope, name)}
         return visible
 
     def get(self, name: str, agent: AgentRef = None) -> Tool | None:
@@ -535,6 +567,19 @@ class ToolsView:
         """
         remove = self._runtime.add_guard(guard, scope=self._ctx.agent_scope)
         return _owned_by(self._ctx, remove)
+
+    def restrict(self, names: Iterable[str]) -> Disposer:
+        """Through ``agent.ctx``: that agent sees (and may call) only the tools in ``names``.
+
+        Several restrictions narrow each other. Undone when this context is disposed.
+
+        :raises ValueError: when this context belongs to no agent.
+        """
+        scope = self._ctx.agent_scope
+        if scope is None:
+            msg = "tools.restrict limits one agent: call it through that agent's context (agent.ctx)"
+            raise ValueError(msg)
+        return _owned_by(self._ctx, self._runtime.restrict(names, scope=scope))
 
     def _agent(self, agent: AgentRef) -> AgentRef:
         return self._ctx.agent_scope if agent is None else agent

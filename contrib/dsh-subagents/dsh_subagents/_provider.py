@@ -273,6 +273,7 @@ def _set_up_child(
             )
         prompt.section("subagent", text, order=50)
     if allowed is not None:
+        child_ctx.tools.restrict(allowed)  # the child sees only these schemas
         permitted = frozenset(allowed)
         listed = ", ".join(allowed) or "none"
 

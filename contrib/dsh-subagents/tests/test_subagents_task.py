@@ -228,12 +228,12 @@ async def test_tool_subset_limits_what_the_child_may_call() -> None:
     @tool
     def delete_everything() -> str:
         """Delete everything."""
-        return "deleted"  # pragma: no cover - denied before it runs
+        return "deleted"  # pragma: no cover - hidden from the child, never runs
 
     model = ScriptedModel(
         [
             task_reply("read", "read note a", tools=["read_note"]),
-            ScriptedModel.tool_call("delete_everything"),  # child: denied
+            ScriptedModel.tool_call("delete_everything"),  # child: not among its tools
             ScriptedModel.tool_call("read_note", {"name": "a"}),  # child: allowed
             ScriptedModel.text("note a says hi"),  # child
             ScriptedModel.text("done"),
@@ -247,9 +247,12 @@ async def test_tool_subset_limits_what_the_child_may_call() -> None:
                 await handle.agent.run("go")
             (child,) = recorder.children_of("p1")
     denied, allowed = of_type(child.events, "tool/result")
-    assert denied.data["error_code"] == "DENIED"
-    assert "may use only these tools: read_note" in result_text(denied)
+    assert denied.data["error_code"] == "UNKNOWN_TOOL"
+    assert "delete_everything" in result_text(denied)
     assert result_text(allowed) == "note a"
+    child_tools = [schema["name"] for schema in model.requests[1].tools]
+    assert "delete_everything" not in child_tools
+    assert "read_note" in child_tools
     assert dict(child.meta.extra) == {"depth": 1, "tools": ("read_note",)}
     system = model.requests[1].system
     assert system is not None
