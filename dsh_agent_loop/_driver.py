@@ -84,6 +84,8 @@ class _TurnState:
     #: prompts taken from the inbox whose consuming event is not yet logged
     unlogged: list[str] = attrs.Factory(list)
     last_message: AssistantMessage | None = None
+    #: an agent/turn-stop ended the turn: leftover steering is discarded, whatever reason wins
+    terminal: bool = False
 
 
 async def run_turn(agent: Agent) -> None:
@@ -94,18 +96,17 @@ async def run_turn(agent: Agent) -> None:
     agent.turn_signal = signal
     try:
         session.append("turn/start", {"turn": turn})
-    except Exception as exc:  # noqa: BLE001 - a failed flush is logged; the turn already ended
+    except Exception as exc:  # noqa: BLE001 - a vetoed turn/start: no turn, the prompts are dropped
         agent.turn_signal = None
         await agent.ctx.events.notify("agent/error", agent=agent, turn=agent.last_turn, step=0, error=exc)
-        agent.cancel_marker = True  # nothing was consumed; stay idle until the next send
-        agent.wake_requested = False
+        _drop_queued(agent, exc)
         return
     agent.last_turn = turn
     state = _TurnState(turn, signal)
     try:
         state.end = await _turn_body(agent, state)
-    except Aborted:
-        pass
+    except Aborted as aborted:
+        state.last_message = aborted.message or state.last_message
     except Exception as exc:  # noqa: BLE001 - a plugin bug ends the turn, never the loop
         failure = exc.failure if isinstance(exc, ModelFailed) else _failure_of(exc)
         state.end = strongest(state.end, TurnEnd("error", failure=failure))
@@ -115,10 +116,12 @@ async def run_turn(agent: Agent) -> None:
         raise
     if signal.reason is not None:
         state.end = strongest(state.end, TurnEnd("disposed" if signal.reason == "disposed" else "aborted"))
+    if agent.stopping:  # a cancel that disposal followed still ends `disposed` (it outranks aborted)
+        state.end = strongest(state.end, TurnEnd("disposed"))
     _close_turn(agent, state, state.end or TurnEnd("completed"))
     await _flush(agent)
     agent.turn_signal = None
-    if state.end is not None and state.end.kind == "stopped":
+    if state.terminal:
         discarded = [item.id for item in agent.inbox.drop_steering() if item.durable]
         if discarded:
             session.append("inbox/cleared", {"ids": discarded})
@@ -126,6 +129,21 @@ async def run_turn(agent: Agent) -> None:
         agent.wake_requested = True  # leftover steering runs as the next turn
     outcome = TurnOutcome((state.end or TurnEnd("completed")).to_json(), state.last_message)
     agent.resolve_waiters(state.consumed, outcome)
+
+
+def _drop_queued(agent: Agent, exc: Exception) -> None:
+    """``turn/start`` was refused: the prompts it was for are cleared, and their ``run()`` returns."""
+    agent.wake_requested = False
+    items = agent.inbox.take_queued()
+    if not items:
+        return
+    ids = [item.id for item in items]
+    try:
+        agent.session.append("inbox/cleared", {"ids": ids})
+    except Exception:  # noqa: BLE001 - the session refuses appends; the prompts are dropped anyway
+        logger.exception("agent %r: could not record the dropped prompts", agent.id)
+    failure = Failure(message=f"the turn could not start: {type(exc).__name__}: {exc}", code="UNKNOWN")
+    agent.resolve_waiters(ids, TurnOutcome(TurnEnd("error", failure=failure).to_json(), None))
 
 
 def _close_turn(agent: Agent, state: _TurnState, end: TurnEnd) -> None:
@@ -187,6 +205,7 @@ async def _turn_body(agent: Agent, state: _TurnState) -> TurnEnd:
             decision, stop, pending = await _continuation(agent, state, outcome.ran_tools, pending)
         check(signal)
         if isinstance(stop, ContinuationStop):
+            state.terminal = True
             return strongest(end, TurnEnd("stopped", reason=stop.reason))
         if decision.action == "stop" and not pending:
             return strongest(end, TurnEnd("completed"))

@@ -7,13 +7,21 @@ from contextlib import contextmanager
 
 import anyio
 
+from dsh_core._content import AssistantMessage
 from dsh_core._signal import CancelSignal
 
 __all__ = ["Aborted", "check", "interruptible"]
 
 
 class Aborted(Exception):
-    """Internal: the turn's signal was cancelled; the turn ends ``aborted`` (or ``disposed``)."""
+    """Internal: the turn's signal was cancelled; the turn ends ``aborted`` (or ``disposed``).
+
+    ``message`` is the interrupted assistant message kept in the log, if the step had streamed any.
+    """
+
+    def __init__(self, reason: str, message: AssistantMessage | None = None) -> None:
+        super().__init__(reason)
+        self.message = message
 
 
 @contextmanager
@@ -31,7 +39,7 @@ def interruptible(signal: CancelSignal) -> Iterator[anyio.CancelScope]:
             remove()
 
 
-def check(signal: CancelSignal) -> None:
-    """Raise ``Aborted`` if the turn was cancelled."""
+def check(signal: CancelSignal, message: AssistantMessage | None = None) -> None:
+    """Raise ``Aborted`` (carrying ``message``) if the turn was cancelled."""
     if signal.reason is not None:
-        raise Aborted(signal.reason)
+        raise Aborted(signal.reason, message)

@@ -69,17 +69,24 @@ def _checked_prefix(prefix: object) -> tuple[Message, ...]:
 
 
 def _call_config(agent: Agent) -> LlmCallConfig:
-    model = agent.options.model
-    if not model or "/" not in model:
-        msg = (
-            f"agent {agent.id!r} has no model: set AgentOptions(model='provider/model') or "
-            "return a config from an agent/request listener"
-        )
-        raise ValueError(msg)
-    provider, _, name = model.partition("/")
+    """The agent's options as the seed of ``agent/request`` (empty provider/model: none chosen yet)."""
+    provider, _, name = (agent.options.model or "").partition("/")
     return LlmCallConfig(
         provider=provider, model=name, max_tokens=agent.options.max_tokens, temperature=agent.options.temperature
     )
+
+
+def _check_route(agent: Agent, config: object) -> LlmCallConfig:
+    if not isinstance(config, LlmCallConfig):
+        msg = f"agent/request must return an LlmCallConfig (or None), got {type(config).__name__}"
+        raise TypeError(msg)
+    if not (config.provider and config.model):
+        msg = (
+            f"agent {agent.id!r} has no model: set AgentOptions(model='provider/model') or "
+            "return a config with provider and model from an agent/request listener"
+        )
+        raise ValueError(msg)
+    return config
 
 
 class _Attempt:
@@ -101,8 +108,7 @@ async def run_step(agent: Agent, turn: int, step: int, signal: CancelSignal) -> 
     with interruptible(signal):
         message, finish, usage = await _call_model(agent, turn, step, signal, attempt)
     if signal.reason is not None:
-        _keep_interrupted(agent, turn, step, attempt.assembler)
-        check(signal)
+        check(signal, _keep_interrupted(agent, turn, step, attempt.assembler))
     data: dict[str, Any] = {"turn": turn, "step": step, "message": message.to_json()}
     if usage is not None:
         data["usage"] = usage.to_json()
@@ -117,17 +123,20 @@ async def run_step(agent: Agent, turn: int, step: int, signal: CancelSignal) -> 
     return StepOutcome(message=message, ran_tools=bool(calls), max_tokens=max_tokens)
 
 
-def _keep_interrupted(agent: Agent, turn: int, step: int, assembler: BlockAssembler | None) -> None:
+def _keep_interrupted(
+    agent: Agent, turn: int, step: int, assembler: BlockAssembler | None
+) -> AssistantMessage | None:
     """Text the user already saw streaming stays in the history, marked interrupted (no tool calls)."""
     if assembler is None:
-        return
+        return None
     partial = assembler.interrupted()
     if not partial.content:
-        return
+        return None
     data: dict[str, Any] = {"turn": turn, "step": step, "message": partial.to_json(), "interrupted": True}
     if assembler.usage is not None:
         data["usage"] = assembler.usage.to_json()
     agent.session.append("assistant/message", data)
+    return partial
 
 
 async def _call_model(
@@ -146,8 +155,9 @@ async def _call_model(
     system = prompt.render(assembly)
     boundary = session.derive_messages()
     session.append("step/start", {"turn": turn, "step": step})
-    config = await events.waterfall(
-        "agent/request", _call_config(agent), agent=agent, turn=turn, step=step, signal=signal
+    config = _check_route(
+        agent,
+        await events.waterfall("agent/request", _call_config(agent), agent=agent, turn=turn, step=step, signal=signal),
     )
     tools = ctx.tools.schemas(agent)
     agent.header.record(session, config, system, tools, prefix)

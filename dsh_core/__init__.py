@@ -23,6 +23,8 @@ from ._decisions import ContinuationStop as ContinuationStop
 from ._decisions import Deny as Deny
 from ._decisions import Reject as Reject
 from ._decisions import Retry as Retry
+from ._defaults.agents import agent_events as agent_events
+from ._defaults.agents import assemble_context_for as assemble_context_for
 from ._defaults.sessions import Session as Session
 from ._defaults.sessions import SessionMeta as SessionMeta
 from ._defaults.subagents import SubagentError as SubagentError
@@ -120,6 +122,8 @@ __all__ = [
     "UnknownSubagentProviderError",
     "UserMessage",
     "VocabularyError",
+    "agent_events",
+    "assemble_context_for",
     "hookimpl",
     "hookspec",
     "installed_plugins",

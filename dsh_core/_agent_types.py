@@ -22,13 +22,52 @@ AgentStatus: TypeAlias = Literal["idle", "running", "disposed"]
 Setup: TypeAlias = Callable[["Context"], "Awaitable[None] | None"]
 
 
-@attrs.frozen(kw_only=True)
-class AgentOptions:
-    """Per-agent defaults for the model call; ``None`` means the provider's default."""
+def _model_string(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    if not isinstance(value, str):
+        msg = f"AgentOptions.model must be a 'provider/model' string, got {type(value).__name__}"
+        raise TypeError(msg)
+    provider, slash, model = value.partition("/")
+    if not (provider and slash and model):
+        msg = f"AgentOptions.model must look like 'provider/model' (e.g. 'deepseek/deepseek-v4-flash'), got {value!r}"
+        raise ValueError(msg)
 
-    model: str | None = None
-    max_tokens: int | None = None
-    temperature: float | None = None
+
+def _positive_int(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    if type(value) is not int:
+        msg = f"AgentOptions.max_tokens must be an int, got {type(value).__name__}"
+        raise TypeError(msg)
+    if value < 1:
+        msg = f"AgentOptions.max_tokens must be at least 1, got {value}"
+        raise ValueError(msg)
+
+
+def _temperature(value: object) -> float | None:
+    if value is None:
+        return None
+    if type(value) not in (int, float):
+        msg = f"AgentOptions.temperature must be a number, got {type(value).__name__}"
+        raise TypeError(msg)
+    number = float(value)  # type: ignore[arg-type]  # checked above
+    if not 0.0 <= number < float("inf"):
+        msg = f"AgentOptions.temperature must be a finite number >= 0, got {value!r}"
+        raise ValueError(msg)
+    return number
+
+
+@attrs.frozen
+class AgentOptions:
+    """Per-agent defaults for the model call; ``None`` means the provider's default.
+
+    Checked on construction: a wrong type is a ``TypeError``, a malformed value a ``ValueError``.
+    """
+
+    model: str | None = attrs.field(default=None, validator=_model_string)
+    max_tokens: int | None = attrs.field(default=None, validator=_positive_int)
+    temperature: float | None = attrs.field(default=None, converter=_temperature)
 
 
 @attrs.frozen

@@ -489,6 +489,8 @@ class UserMessage:
         data = _message_envelope(data, "user", _USER_KEYS, field)
         message_id = str_field(data, "id", field)
         content = _blocks_from_json(data.get("content"), f"{field}.content", _USER_BLOCKS, "user")
+        if "source" not in data:  # the constructor's default: a prompt from the user
+            return _user_message(content, USER_SOURCE, message_id)
         raw = expect_object(data.get("source"), f"{field}.source")
         try:
             source = freeze_json_object(raw, where=field, root=f"{field}.source")
@@ -572,7 +574,7 @@ class ToolResultMessage:
         message_id = str_field(data, "id", field)
         call_id = str_field(data, "call_id", field)
         content = _blocks_from_json(data.get("content"), f"{field}.content", _USER_BLOCKS, "tool")
-        is_error = bool_field(data, "is_error", field)
+        is_error = bool_field(data, "is_error", field) if "is_error" in data else False
         return _tool_result_message(call_id, content, is_error, message_id)
 
 

@@ -44,11 +44,12 @@ __all__ = [
     "PromptDecision",
     "Reject",
     "Retry",
+    "context_texts",
     "decision_from_json",
 ]
 
 
-def _to_context(value: object) -> tuple[str, ...]:
+def context_texts(value: object) -> tuple[str, ...]:
     """Converter: additional context as a tuple of str; one str is one entry (not its characters)."""
     if isinstance(value, str):
         return (value,)
@@ -101,7 +102,7 @@ class Allow:
     The notes are logged as ``context/message`` right after the prompt (``agent/prompt-submit``).
     """
 
-    additional_context: tuple[str, ...] = attrs.field(default=(), converter=_to_context)
+    additional_context: tuple[str, ...] = attrs.field(default=(), converter=context_texts)
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": "allow", "additional_context": list(self.additional_context)}
@@ -164,7 +165,7 @@ class Accept:
     content: tuple[Text | Image, ...] | None = attrs.field(
         default=None, converter=_to_optional_result_content
     )
-    additional_context: tuple[str, ...] = attrs.field(default=(), converter=_to_context)
+    additional_context: tuple[str, ...] = attrs.field(default=(), converter=context_texts)
 
     def to_json(self) -> dict[str, Any]:
         return {

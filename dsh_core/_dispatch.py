@@ -206,7 +206,7 @@ class Dispatcher:
                 continue
             try:
                 result = impl.function(*[kwargs[name] for name in impl.argnames])
-                if impl.is_async:
+                if impl.is_async or (result is not None and inspect.isawaitable(result)):
                     await result
             except Exception:
                 if vetoes:
@@ -240,7 +240,7 @@ class Dispatcher:
                 continue
             kwargs[value_arg] = value
             result = impl.function(*[kwargs[name] for name in impl.argnames])
-            if impl.is_async:
+            if impl.is_async or (result is not None and inspect.isawaitable(result)):
                 result = await result
             if result is not None:
                 value = result
@@ -253,7 +253,7 @@ class Dispatcher:
             if not impl.registration.alive:
                 continue
             result = impl.function(*[kwargs[name] for name in impl.argnames])
-            if impl.is_async:
+            if impl.is_async or (result is not None and inspect.isawaitable(result)):
                 result = await result
             if result is not None:
                 return result
@@ -290,7 +290,9 @@ class Dispatcher:
             if impl.is_async:
                 impls.append(impl)
             else:  # a sync listener cannot overlap with anything: run it now, raise at once
-                impl.function(*[kwargs[name] for name in impl.argnames])
+                result = impl.function(*[kwargs[name] for name in impl.argnames])
+                if result is not None and inspect.isawaitable(result):
+                    await result
         if not impls:
             return
         if len(impls) == 1:
@@ -314,7 +316,7 @@ class Dispatcher:
     @staticmethod
     async def _call(impl: _Impl, kwargs: Mapping[str, Any]) -> Any:
         result = impl.function(*[kwargs[name] for name in impl.argnames])
-        if impl.is_async:
+        if impl.is_async or (result is not None and inspect.isawaitable(result)):
             result = await result
         return result
 

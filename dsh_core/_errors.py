@@ -4,7 +4,6 @@ DshError
   + PluginError(DshError, RuntimeError)          .plugin
     - MissingServiceError(PluginError, AttributeError)  .service, .providers
     - DependencyCycleError(PluginError)          .plugins
-    - PluginStartError(PluginError)              a plugin's start() raised
   + ConfigError(DshError, ValueError)            .source, .path
   + EventDataError(DshError, ValueError)         .event_type
   + VocabularyError(DshError, ValueError)        .field (malformed JSON for a value class)
@@ -24,7 +23,6 @@ __all__ = [
     "EventDataError",
     "MissingServiceError",
     "PluginError",
-    "PluginStartError",
     "ScopeDisposedError",
     "VocabularyError",
 ]
@@ -59,10 +57,6 @@ class DependencyCycleError(PluginError):
     def __init__(self, message: str, *, plugins: tuple[str, ...]) -> None:
         super().__init__(message, plugin=plugins[0] if plugins else None)
         self.plugins = plugins
-
-
-class PluginStartError(PluginError):
-    """A plugin's ``start()`` raised; the plugins started before it have been stopped."""
 
 
 class ConfigError(DshError, ValueError):

@@ -53,8 +53,10 @@ def event_name_for(hook: str) -> str:
 
 
 def hookspec(
+    fn: object = None,
+    /,
     *,
-    mode: EventMode,
+    mode: EventMode | None = None,
     event: str | None = None,
     value: str | None = None,
     subject: str | None = None,
@@ -70,6 +72,12 @@ def hookspec(
     if sync and mode != "notify":
         msg = "only notify events can be dispatched synchronously (sync=True)"
         raise ValueError(msg)
+    if fn is not None or mode is None:
+        msg = (
+            "@hookspec needs the event's dispatch mode: @hookspec(mode='notify'|'waterfall'|'serial'|"
+            "'around'|'parallel'); a waterfall also names its threaded argument with value=..."
+        )
+        raise TypeError(msg)
     if mode not in _MODES:
         msg = f"unknown event mode {mode!r}; expected one of {sorted(_MODES)}"
         raise ValueError(msg)

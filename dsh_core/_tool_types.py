@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import attrs
 
+from ._content import Image, Text, as_result_content
+from ._decisions import context_texts
+
 if TYPE_CHECKING:
-    from ._content import Image, Text
     from ._context import Context
     from ._signal import CancelSignal
 
@@ -47,12 +50,31 @@ class ToolExecution:
     signal: CancelSignal | None = attrs.field(default=None, eq=False, repr=False)
 
 
-@attrs.frozen(kw_only=True)
-class ToolResult:
-    """The outcome of one tool call. ``error_code`` is set on every error result."""
+_ERROR_CODES: frozenset[str] = frozenset(typing.get_args(ToolErrorCode))
 
-    content: tuple[Text | Image, ...]
-    is_error: bool = False
-    error_code: ToolErrorCode | None = None
-    additional_context: tuple[str, ...] = ()
+
+def _error_code(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and value not in _ERROR_CODES:
+        msg = f"ToolResult.error_code must be one of {sorted(_ERROR_CODES)} or None, got {value!r}"
+        raise (ValueError if isinstance(value, str) else TypeError)(msg)
+
+
+def _is_bool(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if type(value) is not bool:
+        msg = f"ToolResult.is_error must be a bool, got {type(value).__name__}"
+        raise TypeError(msg)
+
+
+@attrs.frozen
+class ToolResult:
+    """The outcome of one tool call. ``error_code`` is set on every error result.
+
+    ``content`` takes a str (one text block) or text/image blocks; ``additional_context`` a str or
+    a sequence of str (each becomes one ``context/message`` after the step's results).
+    """
+
+    content: tuple[Text | Image, ...] = attrs.field(converter=as_result_content)
+    is_error: bool = attrs.field(default=False, validator=_is_bool)
+    error_code: ToolErrorCode | None = attrs.field(default=None, validator=_error_code)
+    additional_context: tuple[str, ...] = attrs.field(default=(), converter=context_texts)
     metadata: Mapping[str, Any] = attrs.field(factory=dict, eq=False)

@@ -419,3 +419,41 @@ def test_sync_event_calls_listeners_inline_and_refuses_async_ones() -> None:
     log: list[str] = []
     events.notify_sync("test/synced", agent=A, log=log)
     assert log == ["good"]
+
+
+async def test_a_sync_listener_returning_an_awaitable_is_awaited(events: Dispatcher) -> None:
+    """A listener wrapped by a sync decorator returns a coroutine: the dispatcher awaits it."""
+    import functools
+
+    def passthrough(fn: Any) -> Any:
+        @functools.wraps(fn)
+        def wrapper(*args: Any) -> Any:
+            return fn(*args)
+
+        return wrapper
+
+    class Wrapped:
+        @hookimpl
+        @passthrough
+        async def dsh_test_fold(self, value: int) -> int:
+            await anyio.lowlevel.checkpoint()
+            return value + 1
+
+        @hookimpl
+        @passthrough
+        async def dsh_test_note(self, log: list[str]) -> None:
+            log.append("awaited")
+
+    events.register(Wrapped(), name="wrapped")
+    log: list[str] = []
+    assert await events.waterfall("test/fold", 1, agent=A, log=log) == 2
+    await events.notify("test/note", agent=A, log=log)
+    assert log == ["awaited"]
+
+
+def test_hookspec_without_a_mode_says_what_is_missing() -> None:
+    """Bare @hookspec (or no mode) is a TypeError that tells the author to name the mode."""
+    with pytest.raises(TypeError, match="mode="):
+
+        @hookspec  # type: ignore[arg-type]
+        def dsh_test_bare() -> None: ...

@@ -426,3 +426,26 @@ async def test_base_exceptions_are_not_turned_into_data() -> None:
     with pytest.raises(Stop):
         await collect(runtime, request())
     assert adapter.closed
+
+
+async def test_an_item_that_is_not_a_chunk_ends_the_stream_with_an_error_naming_the_adapter() -> None:
+    """An adapter yielding a str gives one error Finish that names the adapter and the type."""
+    from dsh_core import Harness
+    from dsh_core.llm import Finish, LlmRequest, ModelInfo, TextDelta
+
+    class Sloppy:
+        async def stream(self, request: LlmRequest) -> Any:
+            yield TextDelta(0, "ok")
+            yield "not a chunk"
+
+        def model_info(self, model: str) -> ModelInfo:
+            return ModelInfo(1000, 100)
+
+    async with Harness(autoload=False) as ctx:
+        ctx.llm.register_adapter("sloppy", Sloppy())
+        chunks = [c async for c in ctx.llm.stream(LlmRequest(provider="sloppy", model="m", messages=()))]
+    assert chunks[0] == TextDelta(0, "ok")
+    assert isinstance(chunks[-1], Finish)
+    assert chunks[-1].reason == "error"
+    assert chunks[-1].error is not None
+    assert "'sloppy' adapter yielded a str" in chunks[-1].error.message

@@ -679,3 +679,19 @@ async def test_restrict_hides_schemas_and_refuses_calls_for_that_agent_only() ->
             ctx.tools.restrict(["alpha"])
         await agent_ctx.dispose()
         assert [s["name"] for s in ctx.tools.schemas("a")] == ["alpha", "beta"]
+
+
+async def test_arguments_that_overflow_a_float_are_invalid_args_not_a_crash() -> None:
+    """{"x": 1e400} is JSON text but not a finite float: INVALID_ARGS, never an exception."""
+    from dsh_core import Harness, ToolExecution, tool
+
+    @tool
+    def num(x: float) -> str:
+        """Echo."""
+        return str(x)
+
+    async with Harness(autoload=False) as ctx:
+        ctx.tools.register(num)
+        result = await ctx.tools.execute(ToolExecution(call_id="c1", name="num", arguments='{"x": 1e400}'))
+    assert result.error_code == "INVALID_ARGS"
+    assert "arguments.x" in result.content[0].text  # type: ignore[union-attr]

@@ -468,7 +468,7 @@ def test_any_broken_message_field_is_named(message: Any, data: st.DataObject) ->
     """Drop or retype one field of a valid message's JSON: the error names exactly that field."""
     as_json = message.to_json()
     key = data.draw(st.sampled_from(sorted(as_json)))
-    optional = key in {"provider", "model"}  # absent reads as null
+    optional = key in {"provider", "model", "source", "is_error"}  # absent reads as the default
     if optional or data.draw(st.booleans()):
         as_json[key] = {"wrong": True}  # an object is the wrong type for every field
     else:
@@ -715,3 +715,11 @@ class TestSessionEvents:
             SurfaceOp("append", 0, 1)
         with pytest.raises(ValueError, match="int >= 0"):
             SurfaceOp.replace(-1, 1)
+
+
+def test_message_json_may_leave_out_what_the_constructor_defaults() -> None:
+    """A user message without source reads as {kind: user}; a tool result without is_error as false."""
+    user = message_from_json({"role": "user", "id": "u1", "content": [{"type": "text", "text": "hi"}]})
+    assert user == UserMessage(content="hi", id="u1")
+    result = message_from_json({"role": "tool", "id": "t1", "call_id": "c1", "content": []})
+    assert result == ToolResultMessage(call_id="c1", content=(), id="t1")

@@ -24,7 +24,18 @@ from typing import TYPE_CHECKING, Final
 import anyio
 
 from .._errors import DshError, DuplicateRegistrationError
-from .._llm_types import Chunk, Failure, Finish, LlmAdapter, LlmRequest, ModelInfo
+from .._llm_types import (
+    Chunk,
+    Failure,
+    Finish,
+    LlmAdapter,
+    LlmRequest,
+    ModelInfo,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallDelta,
+    Usage,
+)
 
 if TYPE_CHECKING:
     from .._context import Context, Disposer
@@ -217,6 +228,9 @@ class LlmRuntime:
                     if isinstance(chunk, Finish):
                         final = _settle(chunk, signal)
                         break
+                    if type(chunk) not in _DELTA_TYPES:
+                        final = _not_a_chunk(request, chunk)
+                        break
                     if signal is not None and signal.cancelled:
                         final = _aborted(signal)
                         break
@@ -233,6 +247,17 @@ class LlmRuntime:
             if chunks is not None:
                 await _close(chunks)
         yield final
+
+
+_DELTA_TYPES: Final = frozenset({TextDelta, ReasoningDelta, ToolCallDelta, Usage})
+
+
+def _not_a_chunk(request: LlmRequest, item: object) -> Finish:
+    message = (
+        f"the {request.provider!r} adapter yielded a {type(item).__name__}, not a stream chunk "
+        "(TextDelta, ReasoningDelta, ToolCallDelta, Usage or Finish)"
+    )
+    return Finish("error", Failure(message, "UNKNOWN"))
 
 
 def _unfinished(request: LlmRequest, signal: object, *, streamed: bool) -> Finish:

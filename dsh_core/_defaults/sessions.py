@@ -125,6 +125,13 @@ class SessionStore:
                     f"seed[{index}] must be a SessionEvent or a (type, data) pair, got {type(item).__name__}"
                 )
                 raise TypeError(msg)
+        if session.open_turn is not None:
+            msg = (
+                f"session {id!r}: the seed ends inside turn {session.open_turn} (a turn/start without its "
+                "turn/end); a seed must end between turns — repair the log first (a persistence plugin's "
+                "load does) or seed only up to the last turn/end"
+            )
+            raise ValueError(msg)
         return session
 
     async def enter(self, session: Session) -> Detach:

@@ -29,7 +29,7 @@ from .._content import Image, Text
 from .._decisions import Accept, Allow, Ask, Deny, Reject
 from .._dispatch import check_guards
 from .._errors import DuplicateRegistrationError
-from .._json import FrozenDict, dumps_json, freeze_json, freeze_json_object, thaw_json
+from .._json import FrozenDict, JsonValueError, dumps_json, freeze_json, freeze_json_object, thaw_json
 from .._schema_check import Acceptor, compile_acceptor
 from .._tool_def import Tool, tool
 from .._tool_types import ToolErrorCode, ToolExecution, ToolResult
@@ -439,7 +439,14 @@ def _parse(entry: _Entry, arguments: str) -> FrozenDict | ToolResult:
             "INVALID_ARGS",
             f"Error: invalid arguments for tool {name!r}:\n{lines}\nFix these and call the tool again.",
         )
-    return freeze_json_object(value, where=f"tool {name}", root="arguments")
+    try:
+        return freeze_json_object(value, where=f"tool {name}", root="arguments")
+    except JsonValueError as exc:  # e.g. 1e400, which JSON text allows but no float holds
+        return _error(
+            "INVALID_ARGS",
+            f"Error: the arguments for tool {name!r} hold a value that is not lossless JSON "
+            f"({exc.path}: {exc.problem}). Send ordinary numbers and strings.",
+        )
 
 
 def _json_kind(value: object) -> str:
