@@ -41,15 +41,41 @@ _Convert: TypeAlias = "Callable[[Any], Any] | None"
 
 
 def _check_name(_instance: object, _attribute: object, value: str) -> None:
-    if not isinstance(value, str) or not _NAME.match(value):
+    if not isinstance(value, str):
+        msg = f"tool name must be a str, got {type(value).__name__}"
+        raise TypeError(msg)
+    if not _NAME.match(value):
         msg = f"tool name {value!r} must be 1-64 characters of letters, digits, '_' or '-' (model APIs require it)"
         raise ValueError(msg)
 
 
 def _check_timeout(_instance: object, _attribute: object, value: float | None) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or not value > 0):
-        msg = f"tool timeout must be a positive number of seconds or None, got {value!r}"
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        msg = f"tool timeout must be a number of seconds or None, got {type(value).__name__}"
+        raise TypeError(msg)
+    if not 0 < value < float("inf"):
+        msg = f"tool timeout must be a positive, finite number of seconds, got {value!r}"
         raise ValueError(msg)
+
+
+def _check_function(_instance: object, _attribute: object, value: Callable[..., Any]) -> None:
+    if not callable(value):
+        msg = f"Tool.function must be callable (a def or async def), got {type(value).__name__}"
+        raise TypeError(msg)
+
+
+def _check_description(_instance: object, _attribute: object, value: object) -> None:
+    if not isinstance(value, str):
+        msg = f"tool description must be a str, got {type(value).__name__}"
+        raise TypeError(msg)
+
+
+def _check_parallel_safe(_instance: object, _attribute: object, value: object) -> None:
+    if not isinstance(value, bool) and not callable(value):
+        msg = f"parallel_safe must be a bool or a callable of the arguments, got {type(value).__name__}"
+        raise TypeError(msg)
 
 
 def _freeze_parameters(value: Mapping[str, Any]) -> FrozenDict:
@@ -77,10 +103,10 @@ class Tool:
     """
 
     name: str = attrs.field(validator=_check_name)
-    function: Callable[..., Any]
-    description: str = ""
+    function: Callable[..., Any] = attrs.field(validator=_check_function)
+    description: str = attrs.field(default="", validator=_check_description)
     parameters: Mapping[str, Any] = attrs.field(factory=_empty_parameters, converter=_freeze_parameters)
-    parallel_safe: ParallelSafe = False
+    parallel_safe: ParallelSafe = attrs.field(default=False, validator=_check_parallel_safe)
     timeout: float | None = attrs.field(default=None, validator=_check_timeout)
     _invoker: _Invoker = attrs.field(init=False, eq=False, repr=False)
 

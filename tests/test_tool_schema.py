@@ -310,3 +310,32 @@ def test_tool_value_checks() -> None:
         Tool(name="t", function=print, timeout=0)
     with pytest.raises(ValueError, match="type 'object'"):
         Tool(name="t", function=print, parameters={"type": "array"})
+
+
+@pytest.mark.parametrize(
+    ("options", "error"),
+    [
+        ({"description": 5}, TypeError),
+        ({"parallel_safe": "yes"}, TypeError),
+        ({"timeout": "5"}, TypeError),
+        ({"timeout": -1}, ValueError),
+        ({"name": 5}, TypeError),
+        ({"name": "has space"}, ValueError),
+    ],
+)
+def test_bad_tool_options_fail_at_definition(options: dict[str, object], error: type[Exception]) -> None:
+    """A wrong type is a TypeError and a malformed value a ValueError, when the tool is made."""
+    with pytest.raises(error):
+
+        @tool(**options)  # type: ignore[arg-type]
+        def noop() -> str:
+            """Nothing."""
+            return ""
+
+
+def test_a_tool_function_must_be_callable() -> None:
+    """Tool(function=5) is refused where it is built, not when a model calls it."""
+    from dsh_core import Tool
+
+    with pytest.raises(TypeError, match="callable"):
+        Tool(name="x", function=5)  # type: ignore[arg-type]
