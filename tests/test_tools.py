@@ -695,3 +695,31 @@ async def test_arguments_that_overflow_a_float_are_invalid_args_not_a_crash() ->
         result = await ctx.tools.execute(ToolExecution(call_id="c1", name="num", arguments='{"x": 1e400}'))
     assert result.error_code == "INVALID_ARGS"
     assert "arguments.x" in result.content[0].text  # type: ignore[union-attr]
+
+
+async def test_agent_layers_leave_with_the_agent() -> None:
+    """Scoped tools, guards, restrictions and prompt sections leave no per-agent state behind."""
+    from dsh_core import Harness, tool
+
+    @tool
+    def mine() -> str:
+        """Mine."""
+        return "m"
+
+    async with Harness(autoload=False) as ctx:
+        runtime = ctx.tools.runtime
+        prompt = ctx.get_service("system_prompt")._service
+        for index in range(20):
+            agent_ctx = ctx.child(f"agent:{index}", agent_id=f"a{index}")
+            agent_ctx.tools.register(mine)
+            agent_ctx.tools.guard(lambda execution: None)
+            agent_ctx.tools.restrict(["mine"])
+            agent_ctx.system_prompt.section("note", "hello")
+            ctx.tools.schemas(f"a{index}")
+            await agent_ctx.dispose()
+        ctx.tools.schemas("someone-else")
+        assert set(runtime._tools) == {None}
+        assert runtime._guards == {}
+        assert runtime._allowlists == {}
+        assert set(runtime._schema_cache) <= {None}
+        assert all(scope is None for scope in prompt._sections)

@@ -172,6 +172,8 @@ class SystemPrompt:
         def remove() -> None:
             if layer.get(name) is entry:
                 del layer[name]
+                if not layer and scope is not None and self._sections.get(scope) is layer:
+                    del self._sections[scope]  # an agent's layer leaves with its last entry
 
         return remove
 
@@ -202,6 +204,8 @@ class SystemPrompt:
         def remove() -> None:
             if layer.get(name) is entry:
                 del layer[name]
+                if not layer and scope is not None and self._variables.get(scope) is layer:
+                    del self._variables[scope]
 
         return remove
 

@@ -144,6 +144,8 @@ class ToolRuntime:
         def remove() -> None:
             if layer.get(tool.name) is entry:
                 del layer[tool.name]
+                if not layer and scope is not None and self._tools.get(scope) is layer:
+                    del self._tools[scope]  # an agent's layer leaves with its last tool
                 self._schema_cache.clear()
 
         return remove
@@ -159,7 +161,10 @@ class ToolRuntime:
         self._guard_cache.clear()
 
         def remove() -> None:
-            if self._guards.get(scope, {}).pop(key, None) is not None:
+            layer = self._guards.get(scope)
+            if layer is not None and layer.pop(key, None) is not None:
+                if not layer and scope is not None:
+                    del self._guards[scope]
                 self._guard_cache.clear()
 
         return remove
@@ -180,7 +185,10 @@ class ToolRuntime:
         self._schema_cache.clear()
 
         def remove() -> None:
-            if self._allowlists.get(scope, {}).pop(key, None) is not None:
+            lists = self._allowlists.get(scope)
+            if lists is not None and lists.pop(key, None) is not None:
+                if not lists:
+                    del self._allowlists[scope]
                 self._schema_cache.clear()
 
         return remove
@@ -221,6 +229,8 @@ class ToolRuntime:
         Cached per agent until the next register or unregister.
         """
         scope = _agent_id(agent)
+        if scope not in self._tools and scope not in self._allowlists:
+            scope = None  # an agent with no layer of its own sees the global view (one cache entry)
         cached = self._schema_cache.get(scope)
         if cached is None:
             visible = self._visible(scope)
@@ -241,6 +251,8 @@ class ToolRuntime:
         return entry.tool.is_parallel_safe(arguments)
 
     def _guards_for(self, scope: str | None) -> tuple[Guard, ...]:
+        if scope not in self._guards:
+            scope = None  # no guards of its own: the global ones (one cache entry for all such agents)
         cached = self._guard_cache.get(scope)
         if cached is None:
             found = list(self._guards.get(None, {}).values())
