@@ -13,8 +13,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from functools import partial
-from types import ModuleType
+from types import CoroutineType, ModuleType
 from typing import Any, TypeVar
 
 import anyio
@@ -268,17 +267,26 @@ class Dispatcher:
 
         count = len(impls)
 
-        async def call_at(index: int) -> _T:
-            if index == count:
-                return await inner()
-            impl = impls[index]
-            kwargs["call_next"] = partial(call_at, index + 1)  # read into args before the next level
-            result = impl.function(*[kwargs[name] for name in impl.argnames])
-            if impl.is_async or inspect.isawaitable(result):
-                result = await result
-            return result  # type: ignore[no-any-return]
+        def link(index: int) -> Callable[[], Awaitable[_T]]:
+            """``call_next`` for the listener before ``index``: runs listener ``index`` (or the body).
 
-        return await call_at(0)
+            It hands back the listener's own awaitable instead of wrapping it in another
+            coroutine, so each level of the chain costs one call, not a coroutine of ours.
+            """
+            if index == count:
+                return inner
+            impl = impls[index]
+
+            def call_next() -> Awaitable[_T]:
+                kwargs["call_next"] = link(index + 1)  # read into args before the next level
+                result = impl.function(*[kwargs[name] for name in impl.argnames])
+                if impl.is_async or type(result) is CoroutineType or inspect.isawaitable(result):
+                    return result  # type: ignore[no-any-return]
+                return _ready(result)  # a sync listener that answered without calling on
+
+            return call_next
+
+        return await link(0)()
 
     async def parallel(self, event: str, /, **kwargs: Any) -> None:
         """Await every listener concurrently; the first failure cancels the rest and is raised."""
@@ -319,6 +327,10 @@ class Dispatcher:
         if impl.is_async or (result is not None and inspect.isawaitable(result)):
             result = await result
         return result
+
+
+async def _ready(value: _T) -> _T:
+    return value
 
 
 def new_plugin_manager() -> pluggy.PluginManager:
