@@ -63,15 +63,21 @@ async def drive(agent: Agent) -> None:
 
 
 async def _flush(agent: Agent) -> None:
+    """Make the session durable. A failure is reported as ``agent/error`` (the turn already ended)."""
     if not agent.ctx.events.has_listeners("session/flush"):
         return  # nothing makes the session durable: no timer to arm
+    failure: Exception | None = None
     with anyio.move_on_after(FLUSH_TIMEOUT, shield=True) as scope:
         try:
             await agent.ctx.sessions.flush(agent.session)
-        except Exception:
+        except Exception as exc:
             logger.exception("agent %r: flushing session failed", agent.id)
+            failure = exc
     if scope.cancelled_caught:
         logger.error("agent %r: flushing session took over %ss; moved on", agent.id, FLUSH_TIMEOUT)
+        failure = TimeoutError(f"flushing session {agent.id!r} took over {FLUSH_TIMEOUT}s")
+    if failure is not None:
+        await agent.ctx.events.notify("agent/error", agent=agent, turn=agent.last_turn, step=0, error=failure)
 
 
 @attrs.define
@@ -140,7 +146,7 @@ def _drop_queued(agent: Agent, exc: Exception) -> None:
     ids = [item.id for item in items]
     try:
         agent.session.append("inbox/cleared", {"ids": ids})
-    except Exception:  # noqa: BLE001 - the session refuses appends; the prompts are dropped anyway
+    except Exception:
         logger.exception("agent %r: could not record the dropped prompts", agent.id)
     failure = Failure(message=f"the turn could not start: {type(exc).__name__}: {exc}", code="UNKNOWN")
     agent.resolve_waiters(ids, TurnOutcome(TurnEnd("error", failure=failure).to_json(), None))

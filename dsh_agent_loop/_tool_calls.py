@@ -124,7 +124,7 @@ async def _execute_group(agent: Agent, executions: list[ToolExecution]) -> list[
     async def run(position: int, execution: ToolExecution) -> None:
         try:
             results[position] = await tools.execute(execution)
-        except Exception as exc:  # a plugin raised: stop the group, report that plugin's error  # noqa: BLE001 - reported as the turn's error after the group
+        except Exception as exc:  # noqa: BLE001 - a plugin raised: stop the group, report its error
             failures.append(exc)
             tg.cancel_scope.cancel()
 

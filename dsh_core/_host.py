@@ -102,7 +102,7 @@ def installed_plugins() -> list[PluginInfo]:
             candidate = _Candidate(ep.name, ep.load())
             provides, requires, uses = (candidate.services(a) for a in ("provides", "requires", "uses"))
             hooks = _hooks_of(candidate.plugin)
-        except Exception as exc:  # a broken plugin is listed as broken, not fatal to the listing  # noqa: BLE001 - a broken plugin is listed as broken
+        except Exception as exc:  # noqa: BLE001 - a broken plugin is listed as broken, not fatal to the listing
             provides, requires, uses, hooks = (), (), (), (f"<failed to load: {exc!r}>",)
         infos.append(
             PluginInfo(
@@ -361,7 +361,7 @@ def _installed_providers(service: str, installed: Mapping[str, Any]) -> tuple[st
     for name, ep in installed.items():
         try:
             provides = getattr(ep.load(), "provides", ())
-        except Exception:  # a plugin that cannot even load is no candidate  # noqa: BLE001 - a plugin that cannot load is no candidate
+        except Exception:  # noqa: BLE001 - a plugin that cannot even load is no candidate
             continue
         if service in provides:
             found.append(name)

@@ -116,6 +116,7 @@ def test_ctrl_c_cancels_then_twice_exits(chat: Any, llm: FakeLlm) -> None:
     llm.text("Fresh answer.")
     chat.sendline("again")
     chat.expect("Fresh answer.")
+    chat.expect("done")  # the turn has ended: the next Ctrl-C lands on an idle, empty prompt
     contents = [m.get("content") for m in llm.messages(1)]
     assert "Thinking hard" in contents, "the interrupted text is kept in the history"
     chat.sendcontrol("c")

@@ -65,6 +65,17 @@ class _Hooks:
         await self._store.follow(session)
 
     @hookimpl
+    def dsh_agent_created(self, agent: Any) -> None:
+        """Veto an agent whose session cannot be persisted (in use elsewhere, clashing with a stored one).
+
+        ``agent/created`` is the vetoing event: the create or resume rolls back and the caller gets
+        the reason, instead of an agent that runs and silently stores nothing.
+        """
+        problem = self._store.problem_of(agent.session)
+        if problem is not None:
+            raise problem
+
+    @hookimpl
     def dsh_session_event(self, session: Session, event: SessionEvent) -> None:
         self._store.publish(session, event)
 

@@ -327,6 +327,14 @@ class JsonlSessionStore:
         elif journal.pending:
             self._writer.mark(journal)
 
+    def problem_of(self, session: Session) -> PersistenceError | None:
+        """Why ``session`` is not being persisted (in use, conflicting log, I/O), or ``None``."""
+        journal = self._followed.get(session.id)
+        if journal is None or journal.session is not session:
+            return None
+        broken = journal.broken
+        return broken if isinstance(broken, PersistenceError) else None
+
     def publish(self, session: Session, event: SessionEvent) -> None:
         """The ``session/event`` listener: buffer the event and wake the writer. Must stay cheap."""
         journal = self._followed.get(session.id)

@@ -218,3 +218,18 @@ async def test_events_match_line_for_line(harness: HarnessFactory, root: Path) -
         event = session.events[0]
     line = log_lines(root / "lines" / "session.jsonl")[1]
     assert SessionEvent.from_json(__import__("json").loads(line)) == event
+
+
+async def test_an_agent_whose_session_cannot_be_persisted_is_refused(harness: HarnessFactory, root: Path) -> None:
+    """Creating an agent over a stored session's id fails at create (agent/created veto), not silently."""
+    from dsh_core import AgentOptions
+    from dsh_core.testing import ScriptedModel
+
+    async with harness(ScriptedModel(["stored answer"])) as ctx:
+        options = AgentOptions(model="scripted/x")
+        async with await ctx.agents.create("taken", agent_options=options) as handle:
+            await handle.agent.run("remember this")
+    async with harness() as ctx:
+        with pytest.raises(SessionConflictError, match=r"ctx\.agents\.resume"):
+            await ctx.agents.create("taken", agent_options=AgentOptions(model="x/y"))
+        assert ctx.agents.get("taken") is None

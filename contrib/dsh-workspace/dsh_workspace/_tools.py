@@ -8,8 +8,10 @@ text tells the model what to do instead. The read tools are parallel-safe.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import anyio.from_thread
@@ -39,6 +41,20 @@ READ_TOOLS = ("read_file", "list_dir", "glob", "grep")
 _MAX_CONTEXT = 10
 #: environment for commands: no pager waits for a key, no git prompt waits for a password
 _QUIET_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
+
+
+#: names of variables that hold credentials: never handed to a command the model wrote
+_SECRET_NAME = re.compile(r"(API_KEY|_TOKEN|_SECRET|PASSWORD|ACCESS_KEY|PRIVATE_KEY)$|^(AWS|AZURE|GCP)_", re.IGNORECASE)
+
+
+def command_environment(parent: Mapping[str, str]) -> dict[str, str]:
+    """The environment a ``bash`` command runs with: the harness's, minus credentials, plus no pagers.
+
+    The model reads everything a command prints, and the session log keeps it: an API key in the
+    environment would end up in both.
+    """
+    kept = {name: value for name, value in parent.items() if not _SECRET_NAME.search(name)}
+    return {**kept, **_QUIET_ENV}
 
 
 def _failure(message: str) -> ToolResult:
@@ -258,7 +274,7 @@ def make_tools(ctx: Context, config: WorkspaceConfig) -> list[Tool]:
                 cwd=root,
                 time_limit=limit,
                 max_output=config.max_output_bytes,
-                env={**os.environ, **_QUIET_ENV},
+                env=command_environment(os.environ),
             )
         except OSError as exc:
             return _failure(f"the command could not be started: {exc.strerror or exc}")

@@ -218,3 +218,16 @@ async def test_missing_shell_is_an_error(ctx: Context, ws: Path) -> None:
     """A shell that is not installed is named in the error."""
     result = await call(ctx, "bash", ws, command="true")
     assert "the shell 'no-such-shell-anywhere' is not installed" in text(result)
+
+
+def test_credentials_never_reach_a_command() -> None:
+    """API keys, tokens and secrets in the harness's environment are left out of bash's."""
+    from dsh_workspace._tools import command_environment
+
+    env = command_environment(
+        {"PATH": "/bin", "DEEPSEEK_API_KEY": "sk-1", "GITHUB_TOKEN": "t", "AWS_SECRET_ACCESS_KEY": "a", "HOME": "/h"}
+    )
+    assert env["PATH"] == "/bin"
+    assert env["HOME"] == "/h"
+    assert not {"DEEPSEEK_API_KEY", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY"} & set(env)
+    assert env["PAGER"] == "cat"
