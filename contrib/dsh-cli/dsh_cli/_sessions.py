@@ -113,7 +113,9 @@ async def sessions_command(
             raise CliError(f"dsh sessions {verb} needs a session id", code=ExitCode.USAGE)
         if verb == "show":
             session_id = await resolve_session_id(ctx, ident)
-            loaded = await persistence.load(session_id)
+            # A read-only view: no lock (another dsh may have it open), no repair written.
+            reader = getattr(persistence, "read", persistence.load)
+            loaded = await reader(session_id)
             events = tuple(loaded.events)
             if json_lines:
                 for event in events:

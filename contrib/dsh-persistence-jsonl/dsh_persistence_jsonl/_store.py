@@ -119,6 +119,34 @@ class JsonlSessionStore:
             self._reserved[session_id] = held.reservation
         return held.loaded
 
+    async def read(self, session_id: str) -> LoadedSession:
+        """The stored log of ``session_id`` as ``load`` would return it, for viewing only.
+
+        Takes no lock and writes nothing: a torn last line is left out and the repair events of an
+        open turn are computed in memory (``repaired``), never appended. Safe while another
+        process has the session open.
+        """
+        self._writer.drain_all()
+        path = self._layout.log(session_id)
+        return await anyio.to_thread.run_sync(self._read_blocking, session_id, path)
+
+    def _read_blocking(self, session_id: str, path: Path) -> LoadedSession:
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise self._not_found(session_id, path) from None
+        stored = parse_log(path, data)
+        repaired = tuple(repair_events(stored.events, path))
+        return LoadedSession(
+            id=session_id,
+            meta=stored.header.meta,
+            events=stored.events + repaired,
+            created=stored.header.created,
+            path=path,
+            repaired=repaired,
+            truncated=stored.torn,
+        )
+
     def release(self, session_id: str) -> None:
         """Give up the reservation ``load`` kept, when the resume that was to follow failed.
 

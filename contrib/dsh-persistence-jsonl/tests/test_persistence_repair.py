@@ -335,3 +335,23 @@ async def test_crash_image_taken_mid_tool_resumes_repaired(
     _assert_every_call_answered(messages)
     assert "is unknown" in messages[2].content[0].text  # type: ignore[union-attr]
     assert log_lines(image / "job" / "session.jsonl")[0] == log_lines(root / "job" / "session.jsonl")[0]
+
+
+async def test_read_views_an_open_turn_without_writing_or_locking(harness: Any, root: Path) -> None:
+    """read() shows the repaired log but leaves the file byte for byte as it was, and takes no lock."""
+    async with harness() as ctx:
+        session = await ctx.sessions.create("open")
+        session.append("turn/start", {"turn": 1})
+        await ctx.sessions.flush(session)
+    path = root / "open" / "session.jsonl"
+    before = path.read_bytes()
+    async with harness() as ctx:
+        viewed = await ctx.session_persistence.read("open")
+        again = await ctx.session_persistence.read("open")  # no lock was kept by the first read
+        assert path.read_bytes() == before  # nothing written by read()
+        loaded = await ctx.session_persistence.load("open")  # and load can still take it
+    assert [event.type for event in viewed.events] == ["turn/start", "turn/end"]
+    assert viewed.events[-1].data["reason"] == {"kind": "interrupted"}
+    assert again.events == viewed.events
+    assert loaded.events == viewed.events
+    assert path.read_bytes() != before  # load (not read) appended the repair
