@@ -30,6 +30,8 @@ from ._defaults.sessions import SessionMeta as SessionMeta
 from ._defaults.subagents import SubagentError as SubagentError
 from ._defaults.subagents import SubagentProvider as SubagentProvider
 from ._defaults.subagents import SubagentRefusedError as SubagentRefusedError
+from ._defaults.subagents import SubagentRegistry as SubagentRegistry
+from ._defaults.subagents import SubagentRegistryPlugin as SubagentRegistryPlugin
 from ._defaults.subagents import SubagentRequest as SubagentRequest
 from ._defaults.subagents import SubagentResult as SubagentResult
 from ._defaults.subagents import SubagentRun as SubagentRun
@@ -108,6 +110,8 @@ __all__ = [
     "SubagentError",
     "SubagentProvider",
     "SubagentRefusedError",
+    "SubagentRegistry",
+    "SubagentRegistryPlugin",
     "SubagentRequest",
     "SubagentResult",
     "SubagentRun",

@@ -316,6 +316,12 @@ class Harness:
                 result = start(ctx)
                 if inspect.isawaitable(result):
                     await result
+            except ConfigError as exc:
+                if exc.source != "<config>" or str(exc).startswith(f"{self._source}:"):
+                    raise
+                # A plugin checked its configuration in start(): name the file like any config error.
+                msg = f"{self._source}: {exc}"
+                raise ConfigError(msg, source=self._source, path=exc.path) from exc
             except Exception as exc:
                 exc.add_note(f"while starting plugin {candidate.name!r}")
                 raise

@@ -312,3 +312,21 @@ async def test_a_literal_error_lists_the_choices() -> None:
     with pytest.raises(ConfigError, match=re.escape("plugins.moded.mode: expected one of 'read-only', 'workspace-write', got 'rw'")):
         async with Harness({"plugins": {"moded": {"mode": "rw"}}}, plugins=[ModedPlugin()], autoload=False):
             pass
+
+
+async def test_a_config_error_raised_in_start_names_the_file(tmp_path: Path) -> None:
+    """A plugin that checks its table in start() still gets the file named in the error."""
+
+    class LateCheck:
+        name = "late"
+
+        def start(self, ctx: Context) -> None:
+            raise ConfigError("plugins.late.url: must start with http", path="plugins.late.url")
+
+    path = tmp_path / "dsh.toml"
+    path.write_text("[plugins]\n")
+    with pytest.raises(ConfigError, match=r"dsh\.toml: plugins\.late\.url: must start with http") as info:
+        async with Harness.from_file(path, plugins=[LateCheck()], autoload=False):
+            pass
+    assert info.value.source == str(path)
+    assert info.value.path == "plugins.late.url"

@@ -29,8 +29,8 @@ def _at_least_one(instance: object, attribute: attrs.Attribute[Any], value: int)
 
 
 def _non_negative(instance: object, attribute: attrs.Attribute[Any], value: float) -> None:
-    if not value >= 0:
-        msg = f"{attribute.name} must be a number of seconds >= 0, got {value}"
+    if not 0 <= value < float("inf"):
+        msg = f"{attribute.name} must be a finite number of seconds >= 0, got {value}"
         raise ValueError(msg)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from dsh_core._defaults.subagents import SubagentRegistry
+from dsh_core import SubagentRegistry
 
 from ._config import SubagentsConfig
 from ._provider import PROVIDER_NAME, InProcessProvider
@@ -37,4 +37,5 @@ class SubagentsPlugin:
         self.provider = InProcessProvider(config)
         ctx.provide("subagents", SubagentRegistry())
         ctx.subagents.register_provider(PROVIDER_NAME, self.provider)
-        ctx.tools.register(task)
+        if config.max_depth > 0:  # with delegation off, offering the tool would only invite refusals
+            ctx.tools.register(task)

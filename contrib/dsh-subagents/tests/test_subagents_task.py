@@ -353,3 +353,13 @@ def test_front_is_exact() -> None:
     assert set(task.parameters["properties"]) == {"description", "prompt", "tools"}
     assert InProcessProvider().config.max_depth == 2
     assert dsh_core.Harness is Harness
+
+
+async def test_with_delegation_off_the_task_tool_is_not_offered() -> None:
+    """max_depth = 0: no task tool in anyone's schemas, so the model is never invited to delegate."""
+    from dsh_core import Harness
+
+    config = {"plugins": {"subagents": {"max_depth": 0}}}
+    async with Harness(config, plugins=[SubagentsPlugin()], autoload=False) as ctx:
+        assert "task" not in ctx.tools.names()
+        assert ctx.subagents.get("in-process") is not None
