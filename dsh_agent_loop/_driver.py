@@ -170,7 +170,7 @@ async def _turn_body(agent: Agent, state: _TurnState) -> TurnEnd:
     state.consumed = [item.id for item in items]
     state.unlogged = list(state.consumed)
     admitted = 0
-    with interruptible(signal):
+    with interruptible(signal):  # one scope per turn for its prompts
         for item in items:
             verdict: Allow | Block = await events.waterfall(
                 "agent/prompt-submit", Allow(), agent=agent, message=item.message, turn=state.turn
@@ -207,7 +207,10 @@ async def _turn_body(agent: Agent, state: _TurnState) -> TurnEnd:
         if outcome.max_tokens:
             end = strongest(end, TurnEnd("max-tokens"))
         pending = log_step_items(agent, state.turn, state.step)
-        with interruptible(signal):
+        if events.has_listeners("agent/turn-continuation") or events.has_listeners("agent/turn-stop"):
+            with interruptible(signal):  # a listener may block: cancel() must reach it
+                decision, stop, pending = await _continuation(agent, state, outcome.ran_tools, pending)
+        else:  # nothing here can block: no scope to arm
             decision, stop, pending = await _continuation(agent, state, outcome.ran_tools, pending)
         check(signal)
         if isinstance(stop, ContinuationStop):

@@ -217,6 +217,7 @@ class LlmRuntime:
             return
         chunks: object = None
         streamed = False
+        settled = False  # we got to a final chunk ourselves: no cancellation is in flight
         final: Finish
         try:
             try:
@@ -238,14 +239,16 @@ class LlmRuntime:
                     yield chunk
                 else:
                     final = _unfinished(request, signal, streamed=streamed)
+                settled = True
             except Exception as exc:  # noqa: BLE001 - an adapter failure is data; cancellation is a BaseException
                 cancelled = signal is not None and signal.cancelled
                 final = _aborted(signal) if cancelled else Finish("error", failure_from_exception(exc))
+                settled = True
         finally:
             # Closed before the Finish is handed out, so a consumer that stops reading at the
             # Finish (without closing this stream) still leaves no adapter stream open.
             if chunks is not None:
-                await _close(chunks)
+                await _close(chunks, shielded=not settled)
         yield final
 
 
@@ -308,18 +311,29 @@ def _settle(finish: Finish, signal: object) -> Finish:
     return finish
 
 
-async def _close(chunks: object) -> None:
-    """Close the adapter's stream, shielded and time-limited; a stream that already ended is left."""
+async def _close(chunks: object, *, shielded: bool) -> None:
+    """Close the adapter's stream; a stream that already ended is left.
+
+    Under cancellation (``shielded``) the close still runs, for at most ``CLOSE_TIMEOUT`` seconds;
+    on the ordinary path no timer is armed (this runs once per request).
+    """
     aclose: Callable[[], object] | None = getattr(chunks, "aclose", None)
     if aclose is None or (isinstance(chunks, AsyncGeneratorType) and chunks.ag_frame is None):
         return  # nothing to close (a generator that raised or returned is finished already)
+    if not shielded:
+        await _call_aclose(aclose)
+        return
     with anyio.move_on_after(CLOSE_TIMEOUT, shield=True):
-        try:
-            result = aclose()
-            if inspect.isawaitable(result):
-                await result
-        except Exception:
-            logger.exception("closing the adapter's stream failed (contained: the stream had already ended)")
+        await _call_aclose(aclose)
+
+
+async def _call_aclose(aclose: Callable[[], object]) -> None:
+    try:
+        result = aclose()
+        if inspect.isawaitable(result):
+            await result
+    except Exception:
+        logger.exception("closing the adapter's stream failed (contained: the stream had already ended)")
 
 
 class LlmPlugin:
