@@ -121,9 +121,9 @@ def config_command(config: EffectiveConfig, *, json_output: bool = False) -> int
         )
         return 0
     console = Console(highlight=False)
-    console.print(Text("# layers, lowest precedence first:", style="dim"))
+    console.print(Text("# layers, lowest precedence first:", style="dim"), soft_wrap=True)
     for label in config.layers:
-        console.print(Text(f"#   {label}", style="dim"))
+        console.print(Text(f"#   {label}", style="dim"), soft_wrap=True)
     table_of = None
     for path, value, origin in rows:
         table, _, key = path.rpartition(".")
@@ -131,7 +131,11 @@ def config_command(config: EffectiveConfig, *, json_output: bool = False) -> int
             console.print()
             console.print(Text(f"[{'.'.join(_toml_key(part) for part in table.split('.'))}]", style="bold"))
             table_of = table
-        line = Text(f"{_toml_key(key)} = {_toml_value(_jsonable(value))}")
+        plain = _jsonable(value)
+        # None has no TOML spelling: show the key commented out, so the output stays valid TOML.
+        prefix = "# " if plain is None else ""
+        shown = "(unset)" if plain is None else _toml_value(plain)
+        line = Text(f"{prefix}{_toml_key(key)} = {shown}")
         line.append(f"  # {origin}", style="dim" if origin.startswith("default") else "cyan")
-        console.print(line)
+        console.print(line, soft_wrap=True)  # never wrapped: every line stays one TOML line
     return 0

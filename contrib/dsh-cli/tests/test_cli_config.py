@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -157,6 +158,9 @@ def test_dsh_config_shows_values_and_origins(tmp_path: Path, dsh_env: dict[str, 
     assert f"max_attempts = 2  # {tmp_path / 'dsh.toml'}" in done.stdout
     assert 'mode = "read-only"  # --mode' in done.stdout
     assert "initial_delay = 0.5  # default of plugin retry" in done.stdout
+    parsed = tomllib.loads(done.stdout)  # the text output is itself a valid TOML file
+    assert parsed["plugins"]["retry"]["max_attempts"] == 2
+    assert "keep_recent_tokens" not in parsed["plugins"]["compaction"]  # unset: commented out
     as_json = json.loads(run_dsh("config", "--json", cwd=tmp_path, env=env).stdout)
     values = {row["path"]: row for row in as_json["values"]}
     assert values["plugins.cli.model"] == {
