@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import operator
 from collections.abc import Awaitable, Callable, Mapping
 from types import CoroutineType, ModuleType
 from typing import Any, TypeVar
@@ -40,12 +41,23 @@ class Registration:
         self.alive = True
 
 
+def _arguments_getter(argnames: tuple[str, ...]) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
+    """A C-level picker of the arguments an impl takes (an ``itemgetter``), always giving a tuple."""
+    if not argnames:
+        return lambda _kwargs: ()
+    if len(argnames) == 1:
+        (name,) = argnames
+        return lambda kwargs: (kwargs[name],)
+    return operator.itemgetter(*argnames)
+
+
 class _Impl:
-    __slots__ = ("argnames", "function", "is_async", "registration")
+    __slots__ = ("arguments", "argnames", "function", "is_async", "registration")
 
     def __init__(self, function: Callable[..., Any], argnames: tuple[str, ...], registration: Registration) -> None:
         self.function = function
         self.argnames = argnames
+        self.arguments = _arguments_getter(argnames)
         self.is_async = inspect.iscoroutinefunction(function)
         self.registration = registration
 
@@ -204,7 +216,7 @@ class Dispatcher:
             if not impl.registration.alive:
                 continue
             try:
-                result = impl.function(*[kwargs[name] for name in impl.argnames])
+                result = impl.function(*impl.arguments(kwargs))
                 if impl.is_async or (result is not None and inspect.isawaitable(result)):
                     await result
             except Exception:
@@ -221,7 +233,7 @@ class Dispatcher:
             if not impl.registration.alive:
                 continue
             try:
-                impl.function(*[kwargs[name] for name in impl.argnames])
+                impl.function(*impl.arguments(kwargs))
             except Exception:
                 if plan.spec.vetoes:
                     raise
@@ -238,7 +250,7 @@ class Dispatcher:
             if not impl.registration.alive:
                 continue
             kwargs[value_arg] = value
-            result = impl.function(*[kwargs[name] for name in impl.argnames])
+            result = impl.function(*impl.arguments(kwargs))
             if impl.is_async or (result is not None and inspect.isawaitable(result)):
                 result = await result
             if result is not None:
@@ -251,7 +263,7 @@ class Dispatcher:
         for impl in self._audience(plan, kwargs):
             if not impl.registration.alive:
                 continue
-            result = impl.function(*[kwargs[name] for name in impl.argnames])
+            result = impl.function(*impl.arguments(kwargs))
             if impl.is_async or (result is not None and inspect.isawaitable(result)):
                 result = await result
             if result is not None:
@@ -279,7 +291,7 @@ class Dispatcher:
 
             def call_next() -> Awaitable[_T]:
                 kwargs["call_next"] = link(index + 1)  # read into args before the next level
-                result = impl.function(*[kwargs[name] for name in impl.argnames])
+                result = impl.function(*impl.arguments(kwargs))
                 if impl.is_async or type(result) is CoroutineType or inspect.isawaitable(result):
                     return result  # type: ignore[no-any-return]
                 return _ready(result)  # a sync listener that answered without calling on
@@ -298,7 +310,7 @@ class Dispatcher:
             if impl.is_async:
                 impls.append(impl)
             else:  # a sync listener cannot overlap with anything: run it now, raise at once
-                result = impl.function(*[kwargs[name] for name in impl.argnames])
+                result = impl.function(*impl.arguments(kwargs))
                 if result is not None and inspect.isawaitable(result):
                     await result
         if not impls:
@@ -323,7 +335,7 @@ class Dispatcher:
 
     @staticmethod
     async def _call(impl: _Impl, kwargs: Mapping[str, Any]) -> Any:
-        result = impl.function(*[kwargs[name] for name in impl.argnames])
+        result = impl.function(*impl.arguments(kwargs))
         if impl.is_async or (result is not None and inspect.isawaitable(result)):
             result = await result
         return result
