@@ -52,7 +52,7 @@ def _arguments_getter(argnames: tuple[str, ...]) -> Callable[[Mapping[str, Any]]
 
 
 class _Impl:
-    __slots__ = ("arguments", "argnames", "function", "is_async", "registration")
+    __slots__ = ("argnames", "arguments", "function", "is_async", "registration")
 
     def __init__(self, function: Callable[..., Any], argnames: tuple[str, ...], registration: Registration) -> None:
         self.function = function
