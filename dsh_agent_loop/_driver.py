@@ -35,7 +35,9 @@ async def drive(agent: Agent) -> None:
     """Run ``agent`` until its teardown asks the driver to stop."""
     events = agent.ctx.events
     while True:
-        agent.cancel_marker = False  # reset once per iteration: a cancel governs exactly one turn
+        # Reset once per iteration, so a cancel governs exactly one turn. A cancel that came
+        # after the idle wait has already cleared the inbox, so the turn it meant is not run.
+        agent.cancel_marker = False
         if not (agent.wake_requested and agent.inbox.queued) or agent.stopping:
             agent.wake_requested = False
             if agent.flush_wanted:
@@ -51,8 +53,6 @@ async def drive(agent: Agent) -> None:
                 agent.settled.set()
                 agent.wake_event = anyio.Event()
                 await agent.wake_event.wait()
-            continue
-        if agent.cancel_marker:  # right after the idle wait
             continue
         if agent.status_value != "running":
             agent.status_value = "running"
