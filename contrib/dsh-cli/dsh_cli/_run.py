@@ -162,7 +162,9 @@ async def run_command(
     elif code != ExitCode.OK:
         what = describe_reason(reason) if reason is not None else "the turn did not end"
         console.print(Text(f"dsh: {what}", style="red"))
-    console.print(
-        Text(f"session {session_id} · continue with: dsh run --resume {session_id} PROMPT", style="dim")
-    )
+    # The resume hint only where there is something to continue: a failed first request gets one line.
+    if code == ExitCode.OK or any(event.type == "assistant/message" for event in agent.session.events):
+        console.print(
+            Text(f"session {session_id} · continue with: dsh run --resume {session_id} PROMPT", style="dim")
+        )
     return int(code)

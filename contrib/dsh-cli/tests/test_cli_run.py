@@ -123,9 +123,10 @@ def test_unreachable_server_is_one_clear_line(
     )
     done = run_dsh("run", "hi", cwd=tmp_path, env=dsh_env)
     assert done.returncode == 1
-    errors = [line for line in done.stderr.splitlines() if line.startswith("dsh:")]
-    assert len(errors) == 1, done.stderr
-    assert "TRANSPORT" in errors[0] or "TIMEOUT" in errors[0]
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("dsh:")
+    assert "TRANSPORT" in lines[0] or "TIMEOUT" in lines[0]
 
 
 def test_ask_without_a_terminal_is_denied(llm: FakeLlm, project: Path, dsh_env: dict[str, str]) -> None:
