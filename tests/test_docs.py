@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = sorted([ROOT / "README.md", *ROOT.glob("docs/*.md"), *ROOT.glob("docs/plugins/*.md")])
+PAGES = sorted(
+    [ROOT / "README.md", *ROOT.glob("docs/*.md"), *ROOT.glob("docs/plugins/*.md"), *ROOT.glob("contrib/*/README.md")]
+)
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 
 
