@@ -67,9 +67,12 @@ def dsh_agent_status(agent: Agent, status: str) -> None:
 
 @hookspec(mode="notify", subject="agent", sync=True)
 def dsh_agent_queued(agent: Agent, message: Any) -> None:
-    """A ``send`` or ``steer`` was accepted; ``message`` is the frozen record appended as ``inbox/queued``.
+    """A ``send``, ``steer`` or ``inject`` was accepted and recorded as ``inbox/queued``.
 
-    Fired synchronously inside ``send``/``steer``: listeners are plain ``def``.
+    ``message`` is the accepted record, frozen: ``.id`` (the queued id that the consuming event
+    carries), ``.kind`` (``send``, ``steer``, ``inject``) and ``.message`` (the ``UserMessage``);
+    ``inbox/queued``'s data is its JSON. Fired synchronously inside the call: listeners are plain
+    ``def``.
     """
 
 
