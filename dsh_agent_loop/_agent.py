@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from dsh_core._agent_types import AgentOptions, AgentStatus, TurnOutcome
-from dsh_core._content import AssistantMessage, Image, Text, UserMessage, new_id
+from dsh_core._content import Image, Text, UserMessage, new_id
 from dsh_core._errors import AgentDisposedError
 from dsh_core._signal import CancelSignal
 
@@ -218,10 +218,3 @@ class Agent:
 
     def resolve_all_waiters(self, outcome: TurnOutcome) -> None:
         self.resolve_waiters(list(self.waiters), outcome)
-
-
-def last_assistant_message(messages: Sequence[Message]) -> AssistantMessage | None:
-    for message in reversed(messages):
-        if isinstance(message, AssistantMessage):
-            return message
-    return None

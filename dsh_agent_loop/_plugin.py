@@ -406,12 +406,6 @@ class AgentLoopView:
         """Create an agent under exactly ``id``, owned by this context; it is published in the background."""
         return self._loop.create_sync(self._ctx, id, options, cwd)
 
-    async def create_agent(self, *args: Any, **kwargs: Any) -> _Handle:
-        return await self._loop.create_agent(*args, **kwargs)
-
-    async def resume_agent(self, *args: Any, **kwargs: Any) -> _Handle:
-        return await self._loop.resume_agent(*args, **kwargs)
-
 
 class AgentLoopPlugin:
     """Entry point ``agent-loop``: provides ``agent_loop`` and becomes the agents factory."""

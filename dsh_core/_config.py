@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-import attrs
 import cattrs
 from cattrs.v import format_exception
 
@@ -99,8 +98,3 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
         tool = data.get("tool", {})
         return dict(tool.get("dsh", {})) if isinstance(tool, dict) else {}
     return data
-
-
-def config_fields(cls: type) -> list[str]:
-    """The keys a ``Config`` class accepts (for listings and error hints)."""
-    return [field.name for field in attrs.fields(cls)]
