@@ -75,6 +75,11 @@ class Agent:
         self.settled = anyio.Event()
         self.settled.set()
         self.waiters: dict[str, _Waiter] = {}
+        #: every id ever queued in this session (from the log, then each accept): a caller-chosen
+        #: id seen again is a retried send, which must not be queued twice
+        self.known_ids: set[str] = {
+            str(event.data["id"]) for event in session.events if event.type == "inbox/queued"
+        }
 
     # ------------------------------------------------------------------ what the Agent protocol exposes
 
@@ -98,13 +103,23 @@ class Agent:
     def ctx(self) -> Context:
         return self._ctx
 
-    def send(self, content: str | Sequence[Text | Image], source: Mapping[str, Any] | None = None) -> str:
+    def send(
+        self,
+        content: str | Sequence[Text | Image],
+        source: Mapping[str, Any] | None = None,
+        *,
+        id: str | None = None,
+    ) -> str:
         """Queue a prompt for a turn and wake the driver; returns the queued id.
 
         The prompt is recorded as ``inbox/queued`` before this returns, so it survives a crash.
-        Bad content raises (``TypeError``/``ValueError``) and nothing is queued.
+        Bad content raises (``TypeError``/``ValueError``) and nothing is queued. A caller-chosen
+        ``id`` makes the send idempotent: an id already queued in this session's log (pending,
+        consumed or cleared) is not queued again, and the call just returns it.
         """
-        item = self._accept("send", content, source)
+        if self._seen(id):
+            return id  # type: ignore[return-value]  # _seen is true only for a str
+        item = self._accept("send", content, source, id=id)
         self._wake()
         return item.id
 
@@ -115,10 +130,21 @@ class Agent:
         self._wake()
         return waiter
 
-    def steer(self, content: str | Sequence[Text | Image], source: Mapping[str, Any] | None = None) -> str:
-        """Add steering for the next step of the running turn; while idle, behave like ``send``."""
+    def steer(
+        self,
+        content: str | Sequence[Text | Image],
+        source: Mapping[str, Any] | None = None,
+        *,
+        id: str | None = None,
+    ) -> str:
+        """Add steering for the next step of the running turn; while idle, behave like ``send``.
+
+        ``id`` is idempotent as for ``send``.
+        """
+        if self._seen(id):
+            return id  # type: ignore[return-value]  # _seen is true only for a str
         running = self.status_value == "running"
-        item = self._accept("steer" if running else "send", content, source or _DEFAULT_SOURCES["steer"])
+        item = self._accept("steer" if running else "send", content, source or _DEFAULT_SOURCES["steer"], id=id)
         if not running:
             self._wake()
         return item.id
@@ -169,13 +195,33 @@ class Agent:
 
     # ------------------------------------------------------------------ for the driver and the loop
 
+    def _seen(self, ident: str | None) -> bool:
+        """Whether a caller-chosen id was already queued (a retried send); checks its type first."""
+        if ident is None:
+            return False
+        if not isinstance(ident, str):
+            msg = f"id must be a str or None, got {type(ident).__name__}"
+            raise TypeError(msg)
+        if not ident:
+            msg = "id must not be empty; pass None to let the agent choose one"
+            raise ValueError(msg)
+        self._check_alive()
+        return ident in self.known_ids
+
     def _accept(
-        self, kind: InboxKind, content: Any, source: Mapping[str, Any] | None, waiter: _Waiter | None = None
+        self,
+        kind: InboxKind,
+        content: Any,
+        source: Mapping[str, Any] | None,
+        waiter: _Waiter | None = None,
+        *,
+        id: str | None = None,
     ) -> Queued:
         self._check_alive()
         message = UserMessage(content=content, source=source or _DEFAULT_SOURCES[kind])
-        item = Queued(new_id(), kind, message)
+        item = Queued(id or new_id(), kind, message)
         self._session.append("inbox/queued", item.to_json())
+        self.known_ids.add(item.id)
         self.inbox.put(item)
         if waiter is not None:
             self.waiters[item.id] = waiter

@@ -239,8 +239,12 @@ class AgentLoop:
         *,
         agent_options: AgentOptions | None = None,
         setup: Setup | None = None,
+        run_pending: bool = False,
     ) -> _Handle:
-        """Load a persisted session and publish its agent; turn numbering continues."""
+        """Load a persisted session and publish its agent; turn numbering continues.
+
+        With ``run_pending`` a turn starts at once for the restored pending prompts (if any).
+        """
         persistence: SessionPersistence | None = self.ctx.get_service("session_persistence")
         if persistence is None:
             msg = (
@@ -254,12 +258,15 @@ class AgentLoop:
             stored = await persistence.load(resume_session_id)
             loaded = True
             session = self.ctx.sessions.prepare(resume_session_id, meta=stored.meta, seed=stored.events)
-            return await self._publish(owner_ctx, session, agent_options, setup, source="resume")
+            handle = await self._publish(owner_ctx, session, agent_options, setup, source="resume")
         except BaseException:
             self._claimed.discard(resume_session_id)
             if loaded:  # the session never went live: let another resume (or process) have it
                 persistence.release(resume_session_id)
             raise
+        if run_pending and handle.agent.inbox.queued:
+            handle.agent._wake()
+        return handle
 
     def _claim(self, ident: str) -> None:
         """Reserve ``ident`` for one create or resume; a live or in-flight id fails at once."""

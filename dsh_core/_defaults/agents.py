@@ -63,6 +63,7 @@ class AgentFactory(Protocol):
         *,
         agent_options: AgentOptions | None = None,
         setup: Setup | None = None,
+        run_pending: bool = False,
     ) -> AgentHandle: ...
 
 
@@ -148,11 +149,19 @@ class AgentRegistry:
         *,
         agent_options: AgentOptions | None = None,
         setup: Setup | None = None,
+        run_pending: bool = False,
     ) -> AgentHandle:
         """Resume a persisted agent owned by ``owner_ctx`` through the factory; see ``AgentsView.resume``."""
         _check_id(resume_session_id, "resume_session_id")
         _check_options(agent_options)
+        if not isinstance(run_pending, bool):
+            msg = f"run_pending must be a bool, got {type(run_pending).__name__}"
+            raise TypeError(msg)
         factory = self._require_factory()
+        if run_pending:  # only then: a factory written before run_pending existed still resumes
+            return await factory.resume_agent(
+                owner_ctx, resume_session_id, agent_options=agent_options, setup=setup, run_pending=True
+            )
         return await factory.resume_agent(
             owner_ctx, resume_session_id, agent_options=agent_options, setup=setup
         )
@@ -283,13 +292,18 @@ class AgentsView:
         *,
         agent_options: AgentOptions | None = None,
         setup: Setup | None = None,
+        run_pending: bool = False,
     ) -> AgentHandle:
         """Load a persisted session and publish its agent, owned by this context.
+
+        The prompts still pending in the log are restored; they wait for the next ``send``
+        unless ``run_pending`` is true, which starts a turn for them at once (a host that
+        resumes a session to finish its work, such as a remote worker, wants that).
 
         :raises MissingAgentFactoryError: when no agent loop plugin registered a factory.
         """
         return await self._registry.resume(
-            self._ctx, resume_session_id, agent_options=agent_options, setup=setup
+            self._ctx, resume_session_id, agent_options=agent_options, setup=setup, run_pending=run_pending
         )
 
     def enter(self, agent: Agent) -> Callable[[], None]:
