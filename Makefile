@@ -2,22 +2,29 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# what a user gets: the harness and the contrib plugins (`make demo`)
 STAMP := $(VENV)/.installed
+# and the test suite's own plugin distributions, which only `make test` installs
+TEST_STAMP := $(VENV)/.test-plugins
 CONTRIB := $(sort $(wildcard contrib/dsh-*))
 TEST_PLUGINS := $(sort $(wildcard tests/plugins/dsh-*))
 
 .PHONY: demo test lint bench events clean
 
-$(STAMP): pyproject.toml $(wildcard contrib/*/pyproject.toml) $(wildcard tests/plugins/*/pyproject.toml)
+$(STAMP): pyproject.toml $(wildcard contrib/*/pyproject.toml)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]' $(foreach d,$(CONTRIB) $(TEST_PLUGINS),-e $(d))
+	$(BIN)/python -m pip install -q -e '.[test]' $(foreach d,$(CONTRIB),-e $(d))
 	touch $(STAMP)
+
+$(TEST_STAMP): $(STAMP) $(wildcard tests/plugins/*/pyproject.toml)
+	$(BIN)/python -m pip install -q $(foreach d,$(TEST_PLUGINS),-e $(d))
+	touch $(TEST_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/dsh demo
 
-test: $(STAMP)
+test: $(TEST_STAMP)
 	$(BIN)/python -m pytest
 	$(BIN)/python -m mypy
 	$(BIN)/python -m ruff check dsh_core dsh_agent_loop contrib tests benchmarks

@@ -50,7 +50,10 @@ AgentRef: TypeAlias = "Agent | str | None"
 class ApprovalService(Protocol):
     """``ctx.approval``: asks someone (a user, a policy) whether a call that needs approval may run."""
 
-    async def approve(self, execution: ToolExecution, reason: str) -> bool: ...
+    async def approve(self, execution: ToolExecution, reason: str) -> bool | Deny:
+        """``True`` allows the call; ``False`` denies it as rejected by the user; a ``Deny`` denies it
+        with that reason (what the model is told: the user's own words, or that nobody could be asked)."""
+        ...
 
 
 _ALLOW = Allow()
@@ -347,6 +350,8 @@ class ToolRuntime:
             return Deny(f"{reason}; asking for approval failed ({type(exc).__name__}: {exc})")
         if approved is True:
             return _ALLOW
+        if isinstance(approved, Deny):  # the channel says why: the user's reason, or that nobody was asked
+            return approved
         return Deny(f"the user rejected the call ({reason})")
 
     async def _post_execute(self, execution: ToolExecution, result: ToolResult) -> ToolResult:

@@ -11,49 +11,98 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import sys
-from typing import TYPE_CHECKING, Literal, Protocol, TextIO, TypeAlias
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Final, Literal, Protocol, TextIO, TypeAlias
+
+import attrs
 
 from ._render import describe_call
+from ._sanitize import clean_line
 
 if TYPE_CHECKING:
-    from dsh_core import ToolExecution
+    from dsh_core import Deny, ToolExecution
 
 __all__ = [
+    "CHOICES",
+    "Answer",
     "Approver",
     "Choice",
     "Prompter",
     "RefusingPrompter",
     "SessionApproval",
     "TerminalPrompter",
+    "parse_answer",
     "parse_choice",
 ]
 
 #: A human's answer: allow this call, allow this tool for the rest of the session, or deny.
 Choice: TypeAlias = Literal["once", "always", "deny"]
 
+#: The answers in the order a question shows them.
+CHOICES: Final[tuple[Choice, ...]] = ("once", "always", "deny")
+
+_WORDS: Final[Mapping[str, Choice]] = {
+    "y": "once",
+    "yes": "once",
+    "o": "once",
+    "once": "once",
+    "allow": "once",
+    "a": "always",
+    "always": "always",
+    "n": "deny",
+    "no": "deny",
+    "d": "deny",
+    "deny": "deny",
+}
+
+
+#: ``no`` or ``deny``, then a reason (``no, run the tests first``)
+_DENIAL: Final = re.compile(r"(?:no|deny)\b[\s,:;.!-]*(\S.*)", re.IGNORECASE | re.DOTALL)
+
+
+@attrs.frozen
+class Answer:
+    """What a prompter got: the choice, the reason a denial gives the model, and whether anyone was asked."""
+
+    choice: Choice
+    #: the user's words after ``deny``/``no`` (``no, run the tests first``): told to the model
+    reason: str = ""
+    #: ``False`` when nobody could be asked (no terminal): the model is told so, not "the user rejected"
+    asked: bool = True
+
 
 class Approver(Protocol):
     """What the tool runtime calls as ``ctx.approval`` (``dsh_core``'s ``ApprovalService``)."""
 
-    async def approve(self, execution: ToolExecution, reason: str) -> bool: ...
+    async def approve(self, execution: ToolExecution, reason: str) -> bool | Deny: ...
 
 
 class Prompter(Protocol):
     """Asks a human about one call; cancellation (the turn was cancelled) propagates."""
 
-    async def ask(self, execution: ToolExecution, reason: str) -> Choice: ...
+    async def ask(self, execution: ToolExecution, reason: str) -> Answer: ...
 
 
 def parse_choice(answer: str) -> Choice | None:
-    """``y``/``o``/``yes``/``once`` -> once, ``a``/``always`` -> always, ``n``/``d``/``no``/``deny`` -> deny."""
-    word = answer.strip().lower()
-    if word in {"y", "o", "yes", "once"}:
-        return "once"
-    if word in {"a", "always"}:
-        return "always"
-    if word in {"n", "d", "no", "deny"}:
-        return "deny"
+    """A whole answer word: ``y``/``yes``/``once`` -> once, ``a``/``always`` -> always, ``n``/``no``/``deny`` -> deny."""
+    return _WORDS.get(answer.strip().lower())
+
+
+def parse_answer(line: str) -> Answer | None:
+    """A typed answer: a choice word, or ``deny``/``no`` followed by a reason for the model; else ``None``.
+
+    ``no, run the tests first`` and ``deny: use pytest -x`` deny with that reason; ``yes please``
+    is no answer (only a denial carries words).
+    """
+    text = line.strip()
+    choice = parse_choice(text)
+    if choice is not None:
+        return Answer(choice)
+    denial = _DENIAL.match(text)
+    if denial is not None:
+        return Answer("deny", reason=denial.group(1).strip())
     return None
 
 
@@ -68,14 +117,25 @@ class SessionApproval:
         """Whether the user already said "always" for this tool in this session."""
         return self._key(execution) in self._always
 
-    async def approve(self, execution: ToolExecution, reason: str) -> bool:
-        """Ask (unless "always" was answered before); ``True`` allows the call."""
+    async def approve(self, execution: ToolExecution, reason: str) -> bool | Deny:
+        """Ask (unless "always" was answered before); ``True`` allows, a ``Deny`` says why not."""
         if self.allowed_always(execution):
             return True
-        choice = await self.prompter.ask(execution, reason)
-        if choice == "always":
+        answer = await self.prompter.ask(execution, reason)
+        if answer.choice == "always":
             self._always.add(self._key(execution))
-        return choice != "deny"
+        if answer.choice != "deny":
+            return True
+        from dsh_core import Deny
+
+        if not answer.asked:
+            return Deny(
+                f"not run: it needs approval ({reason}) and nobody could be asked (dsh runs without a "
+                "terminal); do not retry it, say what you would run instead"
+            )
+        if answer.reason:
+            return Deny(f"the user denied the call ({reason}) and said: {answer.reason}")
+        return Deny(f"the user rejected the call ({reason})")
 
     @staticmethod
     def _key(execution: ToolExecution) -> tuple[str, str]:
@@ -88,14 +148,16 @@ class RefusingPrompter:
     def __init__(self, stream: TextIO | None = None) -> None:
         self._stream = stream
 
-    async def ask(self, execution: ToolExecution, reason: str) -> Choice:
+    async def ask(self, execution: ToolExecution, reason: str) -> Answer:
         stream = self._stream or sys.stderr
+        # Only an `ask` rule asks (no mode does), so --mode cannot help: the rule is the way out.
         stream.write(
             f"dsh: denied {describe_call(execution.name, execution.arguments)}: {reason} "
-            "(no terminal to ask on; allow it with --mode or a [plugins.permissions] rule)\n"
+            "(no terminal to ask on; an ask rule in [plugins.permissions] covers this call: make it "
+            'action = "allow" to run such calls unasked, or run dsh at a terminal)\n'
         )
         stream.flush()
-        return "deny"
+        return Answer("deny", asked=False)
 
 
 class TerminalPrompter:
@@ -109,11 +171,11 @@ class TerminalPrompter:
         self._stdin = stdin
         self._stream = stream
 
-    async def ask(self, execution: ToolExecution, reason: str) -> Choice:
+    async def ask(self, execution: ToolExecution, reason: str) -> Answer:
         stream = self._stream or sys.stderr
         question = (
-            f"? {describe_call(execution.name, execution.arguments)} — {reason}\n"
-            "  allow [y] once, [a] always for this session, [n] deny: "
+            f"? {describe_call(execution.name, execution.arguments)} — {clean_line(reason)}\n"
+            "  allow? yes (once) / always (this session) / no (deny; a reason may follow: no, use X), then Enter: "
         )
         while True:
             stream.write(question)
@@ -121,11 +183,11 @@ class TerminalPrompter:
             line = await self._read_line()
             if line is None:
                 stream.write("\n")
-                return "deny"
-            choice = parse_choice(line or "n")
-            if choice is not None:
-                return choice
-            question = "  please answer y, a or n: "
+                return Answer("deny")
+            answer = parse_answer(line or "no")
+            if answer is not None:
+                return answer
+            question = "  please answer yes, always or no (then Enter): "
 
     async def _read_line(self) -> str | None:
         """One line from stdin; ``None`` at end of input."""

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from typing import Final
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Final
 
-__all__ = ["MODES", "build_parser"]
+if TYPE_CHECKING:
+    from ._commands import Command, CommandLoadError
+
+__all__ = ["BUILTIN_COMMANDS", "MODES", "SESSION_VERBS", "build_parser", "config_options"]
 
 #: The permission modes of dsh-permissions (``--mode``, ``DSH_MODE``, ``/mode``).
 MODES: Final = ("read-only", "workspace-write", "full-access")
@@ -18,7 +22,7 @@ dsh: an extensible LLM agent in your terminal.
   dsh chat                     an interactive session (the default with no command)
   dsh sessions list            stored sessions; show, resume or delete one
   dsh config                   the effective configuration and where each value came from
-  dsh plugins                  the installed plugins
+  dsh plugins                  the installed plugins (and the commands they add)
 """
 
 _EPILOG = """\
@@ -28,7 +32,16 @@ DSH_SESSIONS_DIR), then flags. API keys come only from the environment (DEEPSEEK
 """
 
 
-def _config_options() -> argparse.ArgumentParser:
+#: The commands dsh itself has; a plugin command of the same name is not offered.
+BUILTIN_COMMANDS: Final = (
+    "run", "chat", "sessions", "plugins", "config", "models", "completion", "demo"
+)  # fmt: skip
+
+#: The verbs of ``dsh sessions``; each has a parser in ``_sessions_parsers`` and a function in ``_sessions``.
+SESSION_VERBS: Final = ("list", "show", "resume", "fork", "delete")
+
+
+def config_options() -> argparse.ArgumentParser:
     """Options every command that reads the configuration takes (after the command name)."""
     parent = argparse.ArgumentParser(add_help=False)
     group = parent.add_argument_group("configuration")
@@ -63,9 +76,33 @@ def _agent_options() -> argparse.ArgumentParser:
     return parent
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``dsh`` argument parser."""
-    config = _config_options()
+def _sessions_parsers(
+    sessions: argparse.ArgumentParser, config: argparse.ArgumentParser, agent: argparse.ArgumentParser
+) -> None:
+    """``dsh sessions VERB``: one parser per verb of ``SESSION_VERBS`` (add a verb here and in ``_sessions``)."""
+    verbs = sessions.add_subparsers(dest="verb", metavar="VERB")
+    verbs.add_parser("list", parents=[config], help="the stored sessions, newest first")
+    show = verbs.add_parser("show", parents=[config], help="print a stored session's history")
+    show.add_argument("id", help="a session id or a unique prefix")
+    show.add_argument("--json", action="store_true", help="print its events as JSON lines")
+    resume = verbs.add_parser("resume", parents=[config, agent], help="continue a stored session in a chat")
+    resume.add_argument("id", help="a session id or a unique prefix")
+    fork = verbs.add_parser(
+        "fork", parents=[config], help="copy a stored session (up to an event) into a new one"
+    )
+    fork.add_argument("id", help="a session id or a unique prefix")
+    fork.add_argument(
+        "--at", type=int, metavar="SEQ", help="keep the events up to and including SEQ (default: all)"
+    )
+    delete = verbs.add_parser("delete", parents=[config], help="delete a stored session")
+    delete.add_argument("id", help="a session id or a unique prefix")
+
+
+def build_parser(
+    plugin_commands: Mapping[str, Command | CommandLoadError] | None = None,
+) -> argparse.ArgumentParser:
+    """The ``dsh`` argument parser, with the ``plugin_commands`` given (loaded, or why they are not)."""
+    config = config_options()
     agent = _agent_options()
     parser = argparse.ArgumentParser(
         prog="dsh",
@@ -82,10 +119,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="run one turn and exit",
         description="Run one turn. The answer streams to stdout, tool activity to stderr; the exit "
         "status says how the turn ended (0 completed, 1 error, 3 setup, 4 max-tokens, 5 stopped, "
-        "6 rejected, 130 cancelled with Ctrl-C).",
+        "6 rejected, 130 cancelled with Ctrl-C). Text piped to stdin is added to the prompt as context.",
     )
     run.add_argument("prompt", nargs="?", help="the prompt; '-' or nothing reads it from stdin")
     run.add_argument("--json", action="store_true", help="print every session event as one JSON line instead")
+    run.add_argument(
+        "--plain", action="store_true", help="print the answer as plain text, also at a terminal"
+    )
 
     commands.add_parser(
         "chat",
@@ -95,16 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
         "the turn, Ctrl-C twice on an empty prompt exits; /help lists the commands.",
     )
 
-    sessions = commands.add_parser("sessions", help="list, show, resume or delete stored sessions")
-    verbs = sessions.add_subparsers(dest="verb", metavar="VERB")
-    verbs.add_parser("list", parents=[config], help="the stored sessions, newest first")
-    show = verbs.add_parser("show", parents=[config], help="print a stored session's history")
-    show.add_argument("id", help="a session id or a unique prefix")
-    show.add_argument("--json", action="store_true", help="print its events as JSON lines")
-    resume = verbs.add_parser("resume", parents=[config, agent], help="continue a stored session in a chat")
-    resume.add_argument("id", help="a session id or a unique prefix")
-    delete = verbs.add_parser("delete", parents=[config], help="delete a stored session")
-    delete.add_argument("id", help="a session id (exact)")
+    sessions = commands.add_parser("sessions", help="list, show, resume, fork or delete stored sessions")
+    _sessions_parsers(sessions, config, agent)
 
     commands.add_parser("plugins", parents=[config], help="the installed plugins and what they provide")
     show_config = commands.add_parser(
@@ -125,4 +157,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--pace", type=float, default=0.006, metavar="SECONDS", help="delay between streamed chunks (0: none)"
     )
+    for name, command in (plugin_commands or {}).items():
+        if name in BUILTIN_COMMANDS:
+            continue
+        if isinstance(command, Exception):
+            commands.add_parser(name, help=f"(cannot be loaded: {command})")
+            continue
+        sub = commands.add_parser(name, parents=[config], help=command.help, description=command.help)
+        command.add_arguments(sub)
     return parser

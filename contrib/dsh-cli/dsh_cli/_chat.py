@@ -24,7 +24,8 @@ from dsh_core import AgentHandle, SessionEvent, hookimpl
 from ._approval import SessionApproval
 from ._args import MODES
 from ._config import EffectiveConfig
-from ._exit import CliError, ExitCode
+from ._errors import CliError
+from ._exit import ExitCode
 from ._launch import check_model, maybe_await, open_agent, open_harness, resolve_session_id
 from ._plugin import CliPlugin
 from ._render import (
@@ -80,6 +81,9 @@ class _AgentView:
 
     @hookimpl
     def dsh_session_event(self, event: SessionEvent) -> None:
+        if event.type == "inbox/cleared":
+            ids = event.data.get("ids")
+            self._chat.cleared([str(ident) for ident in ids] if isinstance(ids, tuple | list) else [])
         for note in self._feed.feed(event):
             self._chat.show(note)
 
@@ -111,6 +115,8 @@ class ChatController:
         self.handle: AgentHandle | None = None
         self.last_reasoning = ""
         self._reasoning_open = False
+        #: the steering typed, by inbox id: what ``inbox/cleared`` names was dropped unseen
+        self.steering: dict[str, str] = {}
 
     # ------------------------------------------------------------------ the agent
 
@@ -204,6 +210,21 @@ class ChatController:
             self._end_reasoning()
             screen.print(turn_end_line(note.reason, seconds=screen.elapsed, tokens=screen.tokens))
 
+    def cleared(self, ids: list[str]) -> None:
+        """``inbox/cleared``: steering the model never saw was dropped (a cancel): say so, and put it back."""
+        lost = [self.steering.pop(ident) for ident in ids if ident in self.steering]
+        if not lost:
+            return
+        count = "message was" if len(lost) == 1 else f"{len(lost)} messages were"
+        self.screen.print(
+            Text(
+                f"↳ not delivered: the steering {count} dropped with the turn; "
+                "it is back in the input line (Enter sends it as a prompt)",
+                style="yellow",
+            )
+        )
+        self.screen.set_input("\n".join(lost))
+
     def _end_reasoning(self) -> None:
         if not self._reasoning_open:
             return
@@ -227,8 +248,8 @@ class ChatController:
             return True
         agent = self.handle.agent
         if self.running:
-            agent.steer(text)
-            self.screen.print(
+            self.steering[agent.steer(text)] = text
+            self.screen.note(
                 Text.assemble(("↳ ", "cyan"), (text, "cyan"), ("  (steering: seen at the next step)", "dim"))
             )
         else:
@@ -312,7 +333,7 @@ class ChatController:
         if not name:
             self.screen.print(Text.assemble(("model ", "dim"), (self.model, "bold")))
             return
-        check_model(self.ctx, name, self.config)
+        check_model(self.ctx, name, self.config, given_by="/model")
         self.model = name
         self.screen.print(
             Text.assemble(("model → ", "dim"), (name, "bold"), ("  (from the next request)", "dim"))

@@ -15,6 +15,7 @@ never read from a file: providers name the environment variable that holds their
 
 from __future__ import annotations
 
+import argparse
 import copy
 import os
 import tomllib
@@ -32,6 +33,7 @@ __all__ = [
     "EffectiveConfig",
     "Layer",
     "Overrides",
+    "config_from_args",
     "find_project_config",
     "load_config",
     "merge_layers",
@@ -314,3 +316,31 @@ def plugin_tables(config: EffectiveConfig) -> Iterable[str]:
     """The names of the plugins the configuration has a table for."""
     tables = config.get("plugins", {})
     return [name for name in tables if name != "disable"] if isinstance(tables, Mapping) else []
+
+
+def config_from_args(args: argparse.Namespace, *, cwd: Path | None = None) -> EffectiveConfig:
+    """The configuration a ``dsh`` command runs with: every layer, then the command line's options.
+
+    Reads ``args.config`` (``--config``) and ``args.assignments`` (``--set``), which ``dsh`` adds to
+    every command's parser, plugin commands included, and ``args.model``/``args.mode`` when the
+    command has them. The project file is searched from ``cwd`` (default: the current directory).
+
+    :raises ConfigError: for a file, variable or ``--set`` that is not valid, naming it.
+    """
+    raw_sets: list[str] = list(getattr(args, "assignments", None) or [])
+    assignments = []
+    for text in raw_sets:
+        try:
+            assignments.append(parse_assignment(text))
+        except ValueError as exc:
+            msg = f"--set: {exc}"
+            raise ConfigError(msg, source="--set") from exc
+    overrides = Overrides(
+        model=getattr(args, "model", None), mode=getattr(args, "mode", None), assignments=tuple(assignments)
+    )
+    config_file = getattr(args, "config", None)
+    return load_config(
+        cwd=Path.cwd() if cwd is None else cwd,
+        overrides=overrides,
+        config_file=Path(config_file) if config_file else None,
+    )

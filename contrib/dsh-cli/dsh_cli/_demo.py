@@ -32,8 +32,9 @@ from dsh_core import Text as TextBlock
 from dsh_core.llm import Chunk, LlmRequest, ModelInfo, Usage
 from dsh_core.testing import Reply, ScriptedModel
 
-from ._approval import Choice, SessionApproval
-from ._exit import CliError, ExitCode
+from ._approval import Answer, SessionApproval
+from ._errors import CliError
+from ._exit import ExitCode
 from ._launch import new_session_id
 from ._plugin import CliPlugin
 from ._render import EventFeed, TranscriptPrinter, describe_call
@@ -175,7 +176,7 @@ class _DemoPrompter:
     def __init__(self, console: Console) -> None:
         self._console = console
 
-    async def ask(self, execution: ToolExecution, reason: str) -> Choice:
+    async def ask(self, execution: ToolExecution, reason: str) -> Answer:
         self._console.print(
             Text.assemble(
                 ("? ", "bold yellow"),
@@ -186,7 +187,7 @@ class _DemoPrompter:
         self._console.print(
             Text("  → once (the demo answers for you; dsh chat asks: once / always / deny)", style="green")
         )
-        return "once"
+        return Answer("once")
 
 
 class _Live:

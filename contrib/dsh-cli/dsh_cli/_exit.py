@@ -1,7 +1,4 @@
-"""Exit statuses of the ``dsh`` command, how a turn's end maps to one, and the error that carries one.
-
-CliError(DshError)                 .code: the exit status, .hint: one more line of help
-"""
+"""Exit statuses of the ``dsh`` command and how a turn's end maps to one (no imports: ``dsh --version`` stays fast)."""
 
 from __future__ import annotations
 
@@ -9,9 +6,7 @@ import enum
 from collections.abc import Mapping
 from typing import Any
 
-from dsh_core import DshError
-
-__all__ = ["CliError", "ExitCode", "exit_code_for"]
+__all__ = ["ExitCode", "exit_code_for"]
 
 
 class ExitCode(enum.IntEnum):
@@ -33,6 +28,8 @@ class ExitCode(enum.IntEnum):
     REJECTED = 6
     #: the turn was cancelled with Ctrl-C (SIGINT): 128 + 2, as shells report it
     INTERRUPTED = 130
+    #: the reader of stdout went away (``dsh run ... | head -1``): 128 + 13 (SIGPIPE), as shells report it
+    BROKEN_PIPE = 141
     #: the turn was cancelled by SIGTERM: 128 + 15
     TERMINATED = 143
 
@@ -50,12 +47,3 @@ _BY_REASON: dict[str, ExitCode] = {
 def exit_code_for(reason: Mapping[str, Any]) -> ExitCode:
     """The exit status for a ``turn/end`` reason (``disposed`` and ``interrupted`` count as errors)."""
     return _BY_REASON.get(str(reason.get("kind")), ExitCode.ERROR)
-
-
-class CliError(DshError):
-    """A failure the user can fix, reported as one line (plus an optional hint) and an exit status."""
-
-    def __init__(self, message: str, *, code: ExitCode = ExitCode.SETUP, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.hint = hint

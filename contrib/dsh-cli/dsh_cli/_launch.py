@@ -18,7 +18,7 @@ from typing import Any, Final
 from dsh_core import AgentHandle, AgentOptions, ConfigError, Context, DshError, Harness, PluginError
 
 from ._config import EffectiveConfig
-from ._exit import CliError
+from ._errors import CliError
 
 __all__ = [
     "DEMO_HINT",
@@ -95,15 +95,23 @@ def _api_key_env(adapter: object, provider: str, config: EffectiveConfig) -> str
 
 
 def check_model(
-    ctx: Context, model: str, config: EffectiveConfig, environ: Mapping[str, str] | None = None
+    ctx: Context,
+    model: str,
+    config: EffectiveConfig,
+    environ: Mapping[str, str] | None = None,
+    *,
+    given_by: str | None = None,
 ) -> None:
-    """Fail early, with one clear line, when ``model`` cannot be called: unknown provider or model, no API key."""
+    """Fail early, with one clear line, when ``model`` cannot be called: unknown provider or model, no API key.
+
+    ``given_by`` names where the model string came from when not the configuration (``/model``).
+    """
     environ = os.environ if environ is None else environ
     try:
         provider, _, adapter = ctx.llm.resolve(model)
         ctx.llm.model_info(model)
     except (TypeError, ValueError, LookupError) as exc:
-        where = config.origin("plugins.cli.model") or "configuration"
+        where = given_by or config.origin("plugins.cli.model") or "configuration"
         msg = f"unknown model {model!r} (from {where}): {exc}"
         raise CliError(msg) from exc
     env = _api_key_env(adapter, provider, config)

@@ -1,75 +1,185 @@
-"""``dsh``'s entry point: parse the command line, layer the configuration, run the command, map failures to exit statuses."""
+"""``dsh``'s entry point: parse the command line, layer the configuration, run the command, map failures to exit statuses.
+
+Only the standard library is imported up front: each command imports what it needs when it runs,
+so ``dsh --version``, ``dsh --help`` and shell completion stay fast and ``dsh run`` pays only for
+the harness. Plugin commands (``dsh.commands``) are imported only when named, or for ``--help``.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Awaitable, Callable, Sequence
-from importlib.metadata import PackageNotFoundError, version
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anyio
-from rich.console import Console
-from rich.text import Text
+from ._args import BUILTIN_COMMANDS, build_parser
+from ._exit import ExitCode
 
-from dsh_core import ConfigError, DshError
+if TYPE_CHECKING:
+    import argparse
 
-from ._args import build_parser
-from ._config import EffectiveConfig, Overrides, load_config, parse_assignment
-from ._exit import CliError, ExitCode
-from ._launch import resolve_cwd
+    from ._commands import Command, CommandLoadError
 
 __all__ = ["main"]
 
+#: what is appended to the prompt around text piped to ``dsh run``
+_CONTEXT_OPEN = "<stdin>"
+_CONTEXT_CLOSE = "</stdin>"
+
 
 def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version("dsh-cli")
     except PackageNotFoundError:  # running from a source tree
         return "unknown"
 
 
-def _report(error: BaseException, config: EffectiveConfig | None) -> int:
+def _report(error: BaseException) -> int:
     """Print ``error`` as ``dsh: ...`` on stderr and return its exit status."""
+    from rich.console import Console
+    from rich.text import Text
+
+    from ._sanitize import clean
+
     console = Console(stderr=True, highlight=False, soft_wrap=True)
-    if isinstance(error, CliError):
-        console.print(Text(f"dsh: {error}", style="red"))
-        if error.hint:
-            console.print(Text(f"     {error.hint}", style="dim"))
-        return int(error.code)
-    if isinstance(error, ConfigError):
-        text = config.explain(error) if config is not None else str(error)
-        console.print(Text(f"dsh: {text}", style="red"))
-        return int(ExitCode.SETUP)
-    console.print(Text(f"dsh: {error}", style="red"))
-    return int(ExitCode.SETUP)
+    console.print(Text(f"dsh: {clean(str(error))}", style="red"))
+    hint = getattr(error, "hint", None)
+    if hint:
+        console.print(Text(f"     {clean(hint)}", style="dim"))
+    if getattr(error, "source", None) == "--set":
+        return int(ExitCode.USAGE)
+    return int(getattr(error, "code", ExitCode.SETUP))
 
 
 def _expected(error: BaseException) -> BaseException | None:
     """The user-facing error in ``error`` (also when a task group wrapped it), else ``None``."""
-    if isinstance(error, CliError | ConfigError | DshError):
+    from ._commands import CommandLoadError
+
+    if isinstance(error, CommandLoadError):
         return error
+    if "dsh_core" in sys.modules:
+        from dsh_core import DshError
+
+        if isinstance(error, DshError):  # CliError and ConfigError are DshErrors
+            return error
     if isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
         return _expected(error.exceptions[0])
     return None
 
 
 def _run_async(fn: Callable[..., Awaitable[int]], *args: Any, **kwargs: Any) -> int:
+    import anyio
+
     async def runner() -> int:
         return await fn(*args, **kwargs)
 
     return anyio.run(runner, backend="asyncio")
 
 
+def _command_name(argv: Sequence[str]) -> str | None:
+    """The subcommand ``argv`` names: its first word that is not an option (``dsh`` itself has no option values)."""
+    return next((word for word in argv if not word.startswith("-")), None)
+
+
+def _plugin_commands(argv: Sequence[str]) -> dict[str, Command | CommandLoadError]:
+    """The plugin commands the parser needs for ``argv``: none for a built-in, the named one, or all (help)."""
+    name = _command_name(argv) or ""
+    if name in BUILTIN_COMMANDS:
+        return {}
+    from ._commands import CommandLoadError, command_entry_points, load_command
+
+    available = command_entry_points()
+    wanted = [name] if name in available else list(available)  # no or an unknown command: the help lists all
+    loaded: dict[str, Command | CommandLoadError] = {}
+    each: str
+    for each in wanted:
+        try:
+            loaded[each] = load_command(available[each])
+        except CommandLoadError as exc:
+            if each == name:
+                raise
+            loaded[each] = exc
+    return loaded
+
+
+def _piped_stdin() -> str | None:
+    """What was piped to stdin (a pipe or a file, read to the end), or ``None`` for a terminal or nothing."""
+    import stat
+
+    try:
+        mode = os.fstat(sys.stdin.fileno()).st_mode
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not (stat.S_ISFIFO(mode) or stat.S_ISREG(mode)):
+        return None
+    return sys.stdin.read()
+
+
+def run_prompt(argument: str | None, piped: str | None) -> str:
+    """The prompt of ``dsh run``: the argument, with piped text appended as context; ``-``/none: stdin is the prompt.
+
+    :raises CliError: when there is no prompt at all.
+    """
+    from ._errors import CliError
+
+    if argument is None or argument == "-":
+        if piped is None:
+            msg = 'no prompt: give one (dsh run "..."), or pipe it in (echo ... | dsh run)'
+            raise CliError(msg, code=ExitCode.USAGE)
+        prompt = piped
+    elif piped is not None and piped.strip():
+        prompt = f"{argument}\n\n{_CONTEXT_OPEN}\n{piped.rstrip()}\n{_CONTEXT_CLOSE}"
+    else:
+        prompt = argument
+    if not prompt.strip():
+        raise CliError("the prompt is empty", code=ExitCode.USAGE)
+    return prompt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``dsh`` with ``argv`` (default: ``sys.argv[1:]``) and return its exit status."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.version:
-        print(f"dsh {_version()}")
-        return int(ExitCode.OK)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        plugin_commands = _plugin_commands(argv)
+        parser = build_parser(plugin_commands)
+        args = parser.parse_args(argv)
+        if args.version:
+            print(f"dsh {_version()}")
+            return int(ExitCode.OK)
+        return _dispatch(parser, args, plugin_commands)
+    except KeyboardInterrupt:
+        return int(ExitCode.INTERRUPTED)
+    except BrokenPipeError:
+        return _quiet_broken_pipe()
+    except BaseException as error:
+        expected = _expected(error)
+        if expected is None:
+            raise
+        return _report(expected)
+
+
+def _quiet_broken_pipe() -> int:
+    """The reader of stdout went away (``| head``): exit quietly, without Python's flush error at shutdown."""
+    from ._stdout import silence_stdout
+
+    silence_stdout()
+    return int(ExitCode.BROKEN_PIPE)
+
+
+def _dispatch(
+    parser: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    plugin_commands: Mapping[str, Command | CommandLoadError],
+) -> int:
     command = args.command
     if command is None:
+        piped = _piped_stdin()
+        if piped is not None and piped.strip():  # `echo prompt | dsh`
+            args = parser.parse_args(["run", "-"])
+            return _run(args, piped)
         if not (sys.stdin.isatty() and sys.stdout.isatty()):
             parser.print_help()
             return int(ExitCode.USAGE)
@@ -81,62 +191,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_demo(keep=Path(args.keep) if args.keep else None, pace=max(0.0, args.pace))
     if command == "sessions" and args.verb is None:
         parser.parse_args(["sessions", "--help"])
-    config: EffectiveConfig | None = None
-    try:
-        cwd = resolve_cwd(getattr(args, "cwd", None))
-        try:
-            assignments = tuple(parse_assignment(text) for text in args.assignments)
-        except ValueError as exc:
-            raise CliError(f"--set: {exc}", code=ExitCode.USAGE) from exc
-        overrides = Overrides(
-            model=getattr(args, "model", None), mode=getattr(args, "mode", None), assignments=assignments
-        )
-        config = load_config(
-            cwd=cwd, overrides=overrides, config_file=Path(args.config) if args.config else None
-        )
-        return _dispatch(command, args, config, cwd)
-    except KeyboardInterrupt:
-        return int(ExitCode.INTERRUPTED)
-    except BaseException as error:
-        expected = _expected(error)
-        if expected is None:
-            raise
-        return _report(expected, config)
-
-
-def _dispatch(command: str, args: Any, config: EffectiveConfig, cwd: Path) -> int:
+    if command in plugin_commands:
+        return _plugin(plugin_commands[command], args)
     if command == "run":
-        from ._run import run_command
+        return _run(args, _piped_stdin())
+    from ._config import config_from_args
+    from ._launch import resolve_cwd
 
-        prompt = args.prompt
-        if prompt is None or prompt == "-":
-            if sys.stdin.isatty():
-                msg = 'no prompt: give one (dsh run "..."), or pipe it in (echo ... | dsh run)'
-                raise CliError(msg, code=ExitCode.USAGE)
-            prompt = sys.stdin.read()
-        if not prompt.strip():
-            raise CliError("the prompt is empty", code=ExitCode.USAGE)
-        return _run_async(
-            run_command, config, prompt=prompt, cwd=cwd, resume=args.resume, json_lines=args.json
-        )
+    cwd = resolve_cwd(getattr(args, "cwd", None))
+    config = config_from_args(args, cwd=cwd)
     if command == "chat":
         from ._chat import chat_command
 
         return _run_async(chat_command, config, cwd=cwd, resume=args.resume)
+    if command == "sessions" and args.verb == "resume":
+        from ._chat import chat_command
+
+        return _run_async(chat_command, config, cwd=cwd, resume=args.id)
     if command == "sessions":
         from . import _sessions
 
-        if args.verb == "resume":
-            from ._chat import chat_command
-
-            return _run_async(chat_command, config, cwd=cwd, resume=args.id)
-        return _run_async(
-            _sessions.sessions_command,
-            config,
-            verb=args.verb,
-            ident=getattr(args, "id", None),
-            json_lines=getattr(args, "json", False),
-        )
+        return _run_async(_sessions.sessions_command, config, args, cwd=cwd)
     if command == "plugins":
         from ._inspect import plugins_command
 
@@ -145,5 +220,42 @@ def _dispatch(command: str, args: Any, config: EffectiveConfig, cwd: Path) -> in
         from ._inspect import config_command
 
         return config_command(config, json_output=args.json)
+    from ._errors import CliError
+
     msg = f"unknown command {command!r}"
     raise CliError(msg, code=ExitCode.USAGE)
+
+
+def _run(args: argparse.Namespace, piped: str | None) -> int:
+    from ._config import config_from_args
+    from ._launch import resolve_cwd
+    from ._run import run_command
+
+    cwd = resolve_cwd(args.cwd)
+    prompt = run_prompt(args.prompt, piped)
+    config = config_from_args(args, cwd=cwd)
+    return _run_async(
+        run_command,
+        config,
+        prompt=prompt,
+        cwd=cwd,
+        resume=args.resume,
+        json_lines=args.json,
+        plain=args.plain,
+    )
+
+
+def _plugin(command: Command | CommandLoadError, args: argparse.Namespace) -> int:
+    """Run a plugin's command; an awaitable result is awaited on asyncio."""
+    if isinstance(command, Exception):
+        raise command
+    import inspect
+
+    result = command.run(args)
+    if inspect.isawaitable(result):
+
+        async def wait() -> int:
+            return int(await result)
+
+        return _run_async(wait)
+    return int(result)  # a command may return any int-like status

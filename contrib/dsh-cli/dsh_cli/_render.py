@@ -19,6 +19,8 @@ from rich.text import Text
 
 from dsh_core import SessionEvent
 
+from ._sanitize import clean
+
 __all__ = [
     "PROMPT_MARK",
     "BlockEnded",
@@ -40,6 +42,7 @@ __all__ = [
     "describe_result",
     "format_tokens",
     "message_text",
+    "plural",
     "reasoning_summary",
     "tool_call_line",
     "tool_result_line",
@@ -169,15 +172,16 @@ class EventFeed:
         if kind in ("user/message", "steering/message", "context/message"):
             message = data["message"]
             source = message.get("source") or {}
-            return [UserNote(message_text(message), str(source.get("kind", "user")))]
+            return [UserNote(clean(message_text(message)), clean(str(source.get("kind", "user"))))]
         if kind == "assistant/chunk":
             return self._chunk(data["chunk"])
         if kind == "assistant/message":
             return self._message(data)
         if kind == "tool/call":
             call_id = str(data["call_id"])
-            self._calls[call_id] = str(data["name"])
-            return [ToolStarted(call_id, str(data["name"]), str(data["arguments"]))]
+            name = clean(str(data["name"]))
+            self._calls[call_id] = name
+            return [ToolStarted(call_id, name, clean(str(data["arguments"])))]
         if kind == "tool/result":
             message = data["message"]
             call_id = str(message.get("call_id", ""))
@@ -185,11 +189,12 @@ class EventFeed:
             if code is None and message.get("is_error"):
                 code = "TOOL_ERROR"
             name = self._calls.pop(call_id, "tool")
-            return [ToolFinished(call_id, name, message_text(message), None if code is None else str(code))]
+            text = clean(message_text(message))
+            return [ToolFinished(call_id, name, text, None if code is None else clean(str(code)))]
         if kind == "prompt/blocked":
-            return [PromptBlocked(str(data.get("reason", "blocked")))]
+            return [PromptBlocked(clean(str(data.get("reason", "blocked"))))]
         if kind == "turn/end":
-            return [TurnEnded(int(data["turn"]), data["reason"], event.time)]
+            return [TurnEnded(int(data["turn"]), _clean_json(data["reason"]), event.time)]
         return []
 
     def feed_all(self, events: Iterable[SessionEvent]) -> list[Note]:
@@ -202,9 +207,9 @@ class EventFeed:
         if not self.live:
             return []
         if kind == "text-delta":
-            return [TextPiece(str(chunk["text"]))]
+            return [TextPiece(clean(str(chunk["text"])))]
         if kind == "reasoning-delta":
-            return [ReasoningPiece(str(chunk["text"]))]
+            return [ReasoningPiece(clean(str(chunk["text"])))]
         return []
 
     def _message(self, data: Mapping[str, Any]) -> list[Note]:
@@ -214,18 +219,34 @@ class EventFeed:
         notes: list[Note] = []
         for block in data["message"].get("content", ()):
             if block.get("type") == "reasoning" and block.get("text"):
-                notes.append(ReasoningPiece(str(block["text"])))
+                notes.append(ReasoningPiece(clean(str(block["text"]))))
             elif block.get("type") == "text" and block.get("text"):
-                notes.append(TextPiece(str(block["text"])))
+                notes.append(TextPiece(clean(str(block["text"]))))
         notes.append(BlockEnded(interrupted))
         return notes
+
+
+def _clean_json(value: Any) -> Any:
+    """A JSON value (a turn-end reason) with every string in it cleaned."""
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, Mapping):
+        return {key: _clean_json(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean_json(item) for item in value]
+    return value
 
 
 # ---------------------------------------------------------------------- one-line summaries
 
 
+def plural(count: int, noun: str) -> str:
+    """``1 turn``, ``2 turns``, ``0 events``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def _shorten(text: str, width: int) -> str:
-    text = " ".join(text.split())
+    text = " ".join(clean(text).split())
     return text if len(text) <= width else f"{text[: width - 1]}…"
 
 
@@ -256,12 +277,23 @@ def describe_call(name: str, arguments: str | Mapping[str, Any], width: int = 80
     return _shorten(f"{name}({shown})", width)
 
 
+#: lines of an error result shown (the whole message of an INVALID_ARGS, up to this many lines)
+ERROR_LINES = 12
+
+
 def describe_result(text: str, error_code: str | None, width: int = 100) -> str:
-    """A tool result as one line: its first line and how many more, or the error."""
-    lines = text.strip().splitlines()
+    """A tool result in short: its first line and how many more, or the error with its whole message.
+
+    An error keeps its lines (up to ``ERROR_LINES``): a schema error names every bad argument.
+    """
+    lines = [line for line in text.strip().splitlines() if line.strip()]
     if error_code is not None:
-        first = lines[0] if lines else ""
-        return _shorten(f"{error_code}: {first.removeprefix('Error: ')}", width)
+        first = lines[0].removeprefix("Error: ") if lines else ""
+        shown = [_shorten(f"{error_code}: {first}", width)]
+        shown += [_shorten(line, width) for line in lines[1:ERROR_LINES]]
+        if len(lines) > ERROR_LINES:
+            shown.append(f"(+{len(lines) - ERROR_LINES} lines)")
+        return "\n".join(shown)
     if not lines:
         return "(no output)"
     if len(lines) == 1:
@@ -329,7 +361,7 @@ def tool_result_line(finished: ToolFinished) -> Text:
     summary = describe_result(finished.text, finished.error_code)
     if finished.error_code is None:
         return Text.assemble(("  ⎿ ", "dim"), (summary, "dim"))
-    return Text.assemble(("  ⎿ ", "dim"), (summary, "red"))
+    return Text.assemble(("  ⎿ ", "dim"), (summary.replace("\n", "\n    "), "red"))
 
 
 def turn_end_line(reason: Mapping[str, Any], *, seconds: float | None, tokens: tuple[int, int]) -> Text:

@@ -8,7 +8,6 @@ A second signal stops waiting for the turn to wind down.
 
 from __future__ import annotations
 
-import json
 import signal
 import sys
 from collections.abc import Callable
@@ -37,6 +36,7 @@ from ._render import (
     tool_call_line,
     tool_result_line,
 )
+from ._stdout import json_line, silence_stdout
 
 if TYPE_CHECKING:
     from dsh_core import Context
@@ -49,6 +49,10 @@ class RunOutput:
 
     def __init__(self, *, out: TextIO, err: Console, json_lines: bool) -> None:
         self._out = out
+        #: stdout's reader went away (``| head``): nothing more is written, and ``on_broken`` ran
+        self.broken = False
+        #: called once when stdout breaks: the run stops generating what nobody reads
+        self.on_broken: Callable[[], None] = lambda: None
         self._err = err
         self._json = json_lines
         self._feed = EventFeed(live=True)
@@ -60,8 +64,17 @@ class RunOutput:
 
     @hookimpl
     def dsh_session_event(self, event: SessionEvent) -> None:
+        if self.broken:
+            return
+        try:
+            self._event(event)
+        except BrokenPipeError:
+            self.broken = True
+            self.on_broken()
+
+    def _event(self, event: SessionEvent) -> None:
         if self._json:
-            self._out.write(json.dumps(event.to_json(), ensure_ascii=False) + "\n")
+            self._out.write(json_line(event.to_json()))
             self._out.flush()
         for note in self._feed.feed(event):
             if isinstance(note, TurnEnded):
@@ -101,7 +114,12 @@ class RunOutput:
 
     def finish(self) -> None:
         """End the answer's last line (stdout always ends with a newline when text was written)."""
-        self._end_line()
+        if self.broken:
+            return
+        try:
+            self._end_line()
+        except BrokenPipeError:
+            self.broken = True
 
 
 async def _watch_signals(
@@ -123,6 +141,7 @@ async def run_command(
     cwd: Path,
     resume: str | None = None,
     json_lines: bool = False,
+    plain: bool = False,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
@@ -144,12 +163,16 @@ async def run_command(
         async with await open_agent(ctx, model=model, cwd=cwd, resume=resume, setup=setup) as handle:
             agent = handle.agent
             session_id = agent.id
+            output.on_broken = agent.cancel
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_watch_signals, agent.cancel, received, waiting)
                 with waiting:
                     await agent.run(prompt)
                 tg.cancel_scope.cancel()
             output.finish()
+    if output.broken:
+        silence_stdout()
+        return int(ExitCode.BROKEN_PIPE)
     reason = output.reason
     if received and (reason is None or reason.get("kind") == "aborted"):
         code = ExitCode.TERMINATED if received[0] == signal.SIGTERM else ExitCode.INTERRUPTED

@@ -6,9 +6,11 @@ ten times a second while a turn runs: the line of answer still streaming, an app
 a spinner with the elapsed time and token usage. Typing goes on meanwhile: a line entered while the
 agent works steers it.
 
-Keys: Enter submits; Ctrl-C answers "deny" to a question, else cancels a running turn, else clears
-the line, else (twice in a row on an empty prompt) exits; Ctrl-D on an empty prompt exits;
-``y``/``a``/``n`` answer an approval question.
+Keys: Enter submits; Alt-Enter or Ctrl-J inserts a newline; Ctrl-C answers "deny" to a question,
+else cancels a running turn, else clears the line, else (twice in a row on an empty prompt) exits;
+Ctrl-D on an empty prompt exits. An approval question is modal and explicit: the arrow keys choose
+once / always / deny and Enter confirms, or a typed word (``yes``, ``always``, ``no``, and after
+``no`` a reason the model is told) and Enter; no single key answers by itself.
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from rich.console import Console, RenderableType
 from rich.text import Text
 
-from ._approval import Choice, parse_choice
+from ._approval import CHOICES, Answer, parse_answer
 from ._render import PROMPT_MARK, describe_call, format_tokens
+from ._sanitize import clean_line
 
 if TYPE_CHECKING:
     from dsh_core import ToolExecution
@@ -38,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = ["ChatScreen", "history_path"]
 
 _SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+_CHOICE_LABELS = {"once": "once", "always": "always (this session)", "deny": "deny"}
 _DIM = "fg:ansibrightblack"
 
 
@@ -50,18 +54,24 @@ def history_path(environ: dict[str, str] | os._Environ[str]) -> Path:
 
 
 class _Question:
-    """An approval question on screen, waiting for its answer."""
+    """An approval question on screen, waiting for its answer; ``selected`` is the highlighted choice."""
 
     def __init__(self, call: str, reason: str) -> None:
         self.call = call
         self.reason = reason
         self.answered = anyio.Event()
-        self.choice: Choice = "deny"
+        self.result = Answer("deny")
+        self.selected = 0
+        #: a hint shown under the choices (a typed line that is no answer)
+        self.hint = ""
 
-    def answer(self, choice: Choice) -> None:
+    def answer(self, answer: Answer) -> None:
         if not self.answered.is_set():
-            self.choice = choice
+            self.result = answer
             self.answered.set()
+
+    def move(self, step: int) -> None:
+        self.selected = (self.selected + step) % len(CHOICES)
 
 
 class ChatScreen:
@@ -137,6 +147,10 @@ class ChatScreen:
         self.end_stream()
         self.console.print(renderable)
 
+    def note(self, renderable: RenderableType) -> None:
+        """Print a line above the live area without finishing the streaming line (no word is split)."""
+        self.console.print(renderable)
+
     def stream(self, text: str, style: str = "") -> None:
         """Add streamed text: whole lines are printed, the rest stays in the live area."""
         if style != self._partial_style and self._partial:
@@ -181,9 +195,15 @@ class ChatScreen:
         except EOFError:
             return None
 
-    async def ask(self, execution: ToolExecution, reason: str) -> Choice:
-        """Ask whether a tool call may run; cancellation (Ctrl-C) propagates as cancellation."""
-        question = _Question(describe_call(execution.name, execution.arguments), reason)
+    async def ask(self, execution: ToolExecution, reason: str) -> Answer:
+        """Ask whether a tool call may run; cancellation (Ctrl-C) propagates as cancellation.
+
+        What was being typed is set aside while the question is open, and put back after it.
+        """
+        question = _Question(describe_call(execution.name, execution.arguments), clean_line(reason))
+        buffer = self._session.default_buffer
+        typed = buffer.document
+        buffer.reset()
         self.end_stream()
         self._question = question
         self.refresh()
@@ -191,13 +211,26 @@ class ChatScreen:
             await question.answered.wait()
         finally:
             self._question = None
+            buffer.document = typed
             self.refresh()
+        answer = question.result
         label = {"once": "allowed once", "always": "allowed for this session", "deny": "denied"}[
-            question.choice
+            answer.choice
         ]
-        style = "red" if question.choice == "deny" else "green"
-        self.console.print(Text.assemble(("  ? ", "dim"), (f"{label}: ", style), (question.call, "dim")))
-        return question.choice
+        style = "red" if answer.choice == "deny" else "green"
+        line = Text.assemble(("  ? ", "dim"), (f"{label}: ", style), (question.call, "dim"))
+        if answer.reason:
+            line.append(f"  (told the model: {answer.reason})", style="dim")
+        self.console.print(line)
+        return answer
+
+    def set_input(self, text: str) -> None:
+        """Put ``text`` in the input line (in front of what is there), the cursor at its end."""
+        buffer = self._session.default_buffer
+        joined = "\n".join(part for part in (text, buffer.text) if part)
+        buffer.text = joined
+        buffer.cursor_position = len(text)
+        self.refresh()
 
     # ------------------------------------------------------------------ prompt_toolkit parts
 
@@ -222,15 +255,21 @@ class ChatScreen:
                 ("bold fg:ansiyellow", "? "),
                 ("bold", f"allow {question.call}"),
                 (_DIM, f" — {question.reason}"),
-                ("", "\n"),
-                ("", "  "),
-                ("bold", "[y]"),
-                ("", " once   "),
-                ("bold", "[a]"),
-                ("", " always (this session)   "),
-                ("bold", "[n]"),
-                ("", " deny\n"),
+                ("", "\n  "),
             ]
+            for index, choice in enumerate(CHOICES):
+                label = _CHOICE_LABELS[choice]
+                if index == question.selected:
+                    parts += [("reverse bold", f" > {label} "), ("", "  ")]
+                else:
+                    parts += [("", f"   {label} "), ("", "  ")]
+            parts += [
+                ("", "\n"),
+                (_DIM, "  ←/→ choose, Enter confirms · or type yes / always / no (a reason may follow no)"),
+                ("", "\n"),
+            ]
+            if question.hint:
+                parts += [("fg:ansiyellow", f"  {question.hint}"), ("", "\n")]
         if self._running_since is not None:
             elapsed = time.monotonic() - self._running_since
             frame = _SPINNER[int(elapsed * 10) % len(_SPINNER)]
@@ -260,30 +299,50 @@ class ChatScreen:
         bindings = KeyBindings()
         asking = Condition(lambda: self._question is not None)
 
-        def answer(choice: Choice) -> Callable[[KeyPressEvent], None]:
+        empty = Condition(lambda: not self._session.default_buffer.text)
+
+        def move(step: int) -> Callable[[KeyPressEvent], None]:
             def handler(event: KeyPressEvent) -> None:
                 if self._question is not None:
-                    self._question.answer(choice)
+                    self._question.move(step)
+                    self.refresh()
 
             return handler
 
-        for key, choice in (("y", "once"), ("o", "once"), ("a", "always"), ("n", "deny"), ("d", "deny")):
-            bindings.add(key, filter=asking, eager=True)(answer(choice))  # type: ignore[arg-type]
-        bindings.add("escape", filter=asking, eager=True)(answer("deny"))
+        for key in ("left", "up", "s-tab"):
+            bindings.add(key, filter=asking & empty)(move(-1))
+        for key in ("right", "down", "tab"):
+            bindings.add(key, filter=asking & empty)(move(1))
 
         @bindings.add("enter", filter=asking, eager=True)
         def _(event: KeyPressEvent) -> None:
+            question = self._question
+            if question is None:
+                return
             buffer = event.app.current_buffer
-            choice = parse_choice(buffer.text)
-            if choice is not None and self._question is not None:
-                buffer.reset()
-                self._question.answer(choice)
+            if not buffer.text.strip():
+                question.answer(Answer(CHOICES[question.selected]))
+                return
+            answer = parse_answer(buffer.text)
+            if answer is None:
+                question.hint = (
+                    f"{buffer.text.strip()[:40]!r} is no answer: type yes, always or no (then Enter)"
+                )
+                self.refresh()
+                return
+            buffer.reset()
+            question.answer(answer)
+
+        @bindings.add("escape", "enter")
+        @bindings.add("c-j")
+        def _(event: KeyPressEvent) -> None:
+            event.app.current_buffer.insert_text("\n")
 
         @bindings.add("c-c", eager=True)
         def _(event: KeyPressEvent) -> None:
             buffer = event.app.current_buffer
             if self._question is not None:
-                self._question.answer("deny")
+                self._question.answer(Answer("deny"))
                 self._on_cancel()
             elif self._running_since is not None:
                 self._on_cancel()

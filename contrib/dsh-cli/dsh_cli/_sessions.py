@@ -1,14 +1,18 @@
-"""``dsh sessions list | show | delete``: the stored sessions, read through the ``session_persistence`` service.
+"""``dsh sessions list | show | fork | delete``: the stored sessions, read through the ``session_persistence`` service.
 
-``dsh sessions resume ID`` is ``dsh chat --resume ID`` (``_chat``).
+``dsh sessions resume ID`` is ``dsh chat --resume ID`` (``_chat``). Each verb is one function in
+``VERBS``, called with the started harness; a new verb adds its parser in ``_args._sessions_parsers``
+and its function here.
 """
 
 from __future__ import annotations
 
-import json
+import argparse
+import sys
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from rich.console import Console
@@ -18,11 +22,30 @@ from rich.text import Text
 from dsh_core import SessionEvent
 
 from ._config import EffectiveConfig
-from ._exit import CliError, ExitCode
-from ._launch import maybe_await, open_harness, persistence_of, resolve_session_id
-from ._render import EventFeed, TranscriptPrinter, message_text
+from ._errors import CliError
+from ._exit import ExitCode
+from ._launch import (
+    maybe_await,
+    new_session_id,
+    open_harness,
+    persistence_of,
+    resolve_session_id,
+)
+from ._render import EventFeed, TranscriptPrinter, message_text, plural
+from ._sanitize import clean_line
+from ._stdout import json_line, output_console
 
-__all__ = ["SessionSummary", "print_history", "sessions_command", "stored_sessions", "summarize"]
+if TYPE_CHECKING:
+    from dsh_core import Context
+
+__all__ = [
+    "VERBS",
+    "SessionSummary",
+    "print_history",
+    "sessions_command",
+    "stored_sessions",
+    "summarize",
+]
 
 
 @attrs.frozen
@@ -36,6 +59,8 @@ class SessionSummary:
     updated: float | None
     #: the first user prompt, as a title
     title: str
+    #: the session it was forked from
+    parent_id: str | None = None
 
 
 def summarize(ident: str, events: Sequence[SessionEvent], cwd: str | None) -> SessionSummary:
@@ -67,6 +92,7 @@ async def stored_sessions(persistence: Any) -> list[SessionSummary]:
                 events=int(getattr(item, "events", 0)),
                 updated=getattr(item, "modified", None) or getattr(item, "created", None),
                 title=" ".join(str(getattr(item, "title", None) or "").split()),
+                parent_id=getattr(item, "parent_id", None),
             )
         )
     summaries.sort(key=lambda s: s.updated or 0.0, reverse=True)
@@ -85,53 +111,115 @@ def print_history(console: Console, events: Sequence[SessionEvent], *, reasoning
     printer.print_all(EventFeed(live=False).feed_all(events))
 
 
-async def sessions_command(
-    config: EffectiveConfig, *, verb: str, ident: str | None, json_lines: bool = False
-) -> int:
-    """Run ``dsh sessions VERB``."""
-    console = Console(highlight=False)
+# ---------------------------------------------------------------------- the verbs
+
+Verb = Callable[["Context", Any, argparse.Namespace, Console], Awaitable[int]]
+
+
+async def _list(ctx: Context, persistence: Any, args: argparse.Namespace, console: Console) -> int:
+    summaries = await stored_sessions(persistence)
+    if not summaries:
+        console.print(Text("no stored sessions yet; start one with `dsh chat` or `dsh run`", style="dim"))
+        return int(ExitCode.OK)
+    piped = not console.is_terminal  # piped: whole lines, nothing cut to the terminal's width
+    table = Table(show_edge=False, pad_edge=False, box=None)
+    table.add_column("id", style="bold", no_wrap=True, min_width=max(len(s.id) for s in summaries))
+    table.add_column("updated", no_wrap=True, min_width=16)
+    table.add_column("turns", justify="right", no_wrap=True)
+    table.add_column("cwd", overflow="ellipsis", no_wrap=True, max_width=None if piped else 40)
+    table.add_column("first prompt", overflow="ellipsis", no_wrap=True)
+    for s in summaries:
+        table.add_row(
+            Text(s.id),
+            _when(s.updated),
+            str(s.turns),
+            Text(clean_line(s.cwd or "-")),  # Text: a prompt like `s[len(s) // 2]` is not markup
+            Text(clean_line(s.title or "-")),
+        )
+    console.print(table)
+    return int(ExitCode.OK)
+
+
+async def _show(ctx: Context, persistence: Any, args: argparse.Namespace, console: Console) -> int:
+    session_id = await resolve_session_id(ctx, args.id)
+    # A read-only view: no lock (another dsh may have it open), no repair written.
+    reader = getattr(persistence, "read", persistence.load)
+    loaded = await reader(session_id)
+    events = tuple(loaded.events)
+    if args.json:
+        out = sys.stdout
+        for event in events:
+            out.write(json_line(event.to_json()))
+        out.flush()
+        return int(ExitCode.OK)
+    s = summarize(session_id, events, loaded.meta.cwd)
+    facts = (
+        f"  ·  {plural(s.turns, 'turn')}  ·  {plural(s.events, 'event')}  ·  "
+        f"{clean_line(s.cwd or 'no cwd')}  ·  updated {_when(s.updated)}"
+    )
+    console.print(Text.assemble(("session ", "dim"), (s.id, "bold"), (facts, "dim")))
+    parent = loaded.meta.parent_id
+    if parent:
+        console.print(Text(f"forked from {parent}", style="dim"))
+    console.print()
+    print_history(console, events)
+    return int(ExitCode.OK)
+
+
+async def _fork(ctx: Context, persistence: Any, args: argparse.Namespace, console: Console) -> int:
+    source_id = await resolve_session_id(ctx, args.id)
+    reader = getattr(persistence, "read", persistence.load)
+    loaded = await reader(source_id)
+    seed = _balanced(tuple(loaded.events))
+    upto = len(seed) - 1 if args.at is None else args.at
+    if upto < 0:
+        msg = f"session {source_id!r} has no finished turn to fork from"
+        raise CliError(msg)
+    child_id = new_session_id()
+    try:
+        # the source is only read: a private copy that is never entered, so its stored log stays as it is
+        meta = attrs.evolve(loaded.meta, seed_length=min(loaded.meta.seed_length, len(seed)))
+        source = ctx.sessions.prepare(source_id, meta=meta, seed=seed)
+        child = await ctx.sessions.fork(source, upto, child_id)
+    except ValueError as exc:
+        raise CliError(str(exc), code=ExitCode.USAGE) from exc
+    await ctx.sessions.flush(child)
+    console.print(
+        Text.assemble(
+            ("forked ", "dim"), (source_id, "bold"), (f" (events 0..{upto}) into ", "dim"), (child_id, "bold")
+        )
+    )
+    console.print(Text(f"continue with: dsh chat --resume {child_id}", style="dim"))
+    return int(ExitCode.OK)
+
+
+def _balanced(events: Sequence[SessionEvent]) -> Sequence[SessionEvent]:
+    """``events`` without a last turn that has not ended (a log another process is still writing)."""
+    starts = [event.seq for event in events if event.type == "turn/start"]
+    ends = [event.seq for event in events if event.type == "turn/end"]
+    if starts and (not ends or starts[-1] > ends[-1]):
+        return events[: starts[-1]]
+    return events
+
+
+async def _delete(ctx: Context, persistence: Any, args: argparse.Namespace, console: Console) -> int:
+    session_id = await resolve_session_id(ctx, args.id)
+    await maybe_await(persistence.delete(session_id))
+    console.print(Text(f"deleted session {session_id}"))
+    return int(ExitCode.OK)
+
+
+#: ``dsh sessions VERB``: what each verb does with the started harness and its persistence service.
+VERBS: dict[str, Verb] = {"list": _list, "show": _show, "fork": _fork, "delete": _delete}
+
+
+async def sessions_command(config: EffectiveConfig, args: argparse.Namespace, *, cwd: Path) -> int:
+    """Run ``dsh sessions VERB`` (``args.verb``)."""
+    verb = VERBS.get(args.verb)
+    if verb is None:
+        msg = f"unknown sessions command {args.verb!r}; use {', '.join(VERBS)} or resume"
+        raise CliError(msg, code=ExitCode.USAGE)
+    console = output_console()
     async with open_harness(config) as ctx:
-        persistence = persistence_of(ctx, f"{verb} sessions")
-        if verb == "list":
-            summaries = await stored_sessions(persistence)
-            if not summaries:
-                console.print(
-                    Text("no stored sessions yet; start one with `dsh chat` or `dsh run`", style="dim")
-                )
-                return int(ExitCode.OK)
-            table = Table(show_edge=False, pad_edge=False, box=None)
-            table.add_column("id", style="bold", no_wrap=True, min_width=max(len(s.id) for s in summaries))
-            table.add_column("updated", no_wrap=True, min_width=16)
-            table.add_column("turns", justify="right", no_wrap=True)
-            table.add_column("cwd", overflow="ellipsis", no_wrap=True, max_width=40)
-            table.add_column("first prompt", overflow="ellipsis", no_wrap=True)
-            for s in summaries:
-                table.add_row(s.id, _when(s.updated), str(s.turns), s.cwd or "-", s.title or "-")
-            console.print(table)
-            return int(ExitCode.OK)
-        if ident is None:
-            raise CliError(f"dsh sessions {verb} needs a session id", code=ExitCode.USAGE)
-        if verb == "show":
-            session_id = await resolve_session_id(ctx, ident)
-            # A read-only view: no lock (another dsh may have it open), no repair written.
-            reader = getattr(persistence, "read", persistence.load)
-            loaded = await reader(session_id)
-            events = tuple(loaded.events)
-            if json_lines:
-                for event in events:
-                    print(json.dumps(event.to_json(), ensure_ascii=False))
-                return int(ExitCode.OK)
-            s = summarize(session_id, events, loaded.meta.cwd)
-            facts = f"  ·  {s.turns} turns  ·  {s.events} events  ·  {s.cwd or 'no cwd'}  ·  updated {_when(s.updated)}"
-            console.print(Text.assemble(("session ", "dim"), (s.id, "bold"), (facts, "dim")))
-            console.print()
-            print_history(console, events)
-            return int(ExitCode.OK)
-        if verb == "delete":
-            if not await maybe_await(persistence.exists(ident)):
-                raise CliError(f"no stored session {ident!r}; `dsh sessions list` shows the stored sessions")
-            await maybe_await(persistence.delete(ident))
-            console.print(f"deleted session {ident}")
-            return int(ExitCode.OK)
-    msg = f"unknown sessions command {verb!r}; use list, show, resume or delete"
-    raise CliError(msg, code=ExitCode.USAGE)
+        persistence = persistence_of(ctx, f"{args.verb} sessions")
+        return await verb(ctx, persistence, args, console)

@@ -232,6 +232,7 @@ def run_dsh(
         cwd=cwd,
         env=env,
         input=input,
+        stdin=subprocess.DEVNULL if input is None else None,  # never the test runner's own stdin
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -246,4 +247,5 @@ def spawn_dsh(*args: str, cwd: Path, env: dict[str, str]) -> Any:
     child = pexpect.spawn(
         DSH, list(args), cwd=str(cwd), env=env, dimensions=(40, 120), encoding="utf-8", timeout=15
     )
+    child.linesep = "\r"  # Enter is a carriage return, as a terminal sends it (Ctrl-J, "\n", is a newline)
     return child

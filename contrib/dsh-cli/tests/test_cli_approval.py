@@ -6,11 +6,11 @@ import io
 
 import pytest
 from dsh_cli import CliPlugin
-from dsh_cli._approval import Choice, SessionApproval, parse_choice
+from dsh_cli._approval import Answer, Choice, RefusingPrompter, SessionApproval, parse_answer, parse_choice
 from dsh_cli._run import RunOutput
 from rich.console import Console
 
-from dsh_core import AgentOptions, Harness, ToolExecution, tool
+from dsh_core import AgentOptions, Deny, Harness, ToolExecution, tool
 from dsh_core.testing import ScriptedModel
 
 pytestmark = pytest.mark.anyio
@@ -19,11 +19,11 @@ pytestmark = pytest.mark.anyio
 class Scripted:
     """A prompter that answers from a list and records what it was asked."""
 
-    def __init__(self, *answers: Choice) -> None:
-        self.answers = list(answers)
+    def __init__(self, *answers: Choice | Answer) -> None:
+        self.answers = [a if isinstance(a, Answer) else Answer(a) for a in answers]
         self.asked: list[str] = []
 
-    async def ask(self, execution: ToolExecution, reason: str) -> Choice:
+    async def ask(self, execution: ToolExecution, reason: str) -> Answer:
         self.asked.append(execution.name)
         return self.answers.pop(0)
 
@@ -36,11 +36,37 @@ async def test_always_is_remembered_per_session_and_tool() -> None:
     """`always` is not asked again for that tool in that session; other tools and sessions still ask."""
     prompter = Scripted("always", "once", "deny")
     approval = SessionApproval(prompter)
-    assert await approval.approve(_execution("bash"), "why")
-    assert await approval.approve(_execution("bash"), "why")
-    assert await approval.approve(_execution("write_file"), "why")
-    assert not await approval.approve(_execution("bash", session="s2"), "why")
+    assert await approval.approve(_execution("bash"), "why") is True
+    assert await approval.approve(_execution("bash"), "why") is True
+    assert await approval.approve(_execution("write_file"), "why") is True
+    denied = await approval.approve(_execution("bash", session="s2"), "why")
+    assert isinstance(denied, Deny)
+    assert denied.reason == "the user rejected the call (why)"
     assert prompter.asked == ["bash", "write_file", "bash"]
+
+
+async def test_a_denial_carries_the_users_reason_or_says_nobody_was_asked() -> None:
+    """`no, REASON` reaches the model as the user's words; with no terminal the model is told nobody was asked."""
+    approval = SessionApproval(Scripted(Answer("deny", reason="run the tests first")))
+    denied = await approval.approve(_execution("bash"), "bash needs approval")
+    assert isinstance(denied, Deny)
+    assert denied.reason == "the user denied the call (bash needs approval) and said: run the tests first"
+    stream = io.StringIO()
+    unasked = await SessionApproval(RefusingPrompter(stream)).approve(_execution("bash"), "rule says ask")
+    assert isinstance(unasked, Deny)
+    assert "nobody could be asked" in unasked.reason
+    assert "rejected" not in unasked.reason
+    assert "--mode" not in stream.getvalue(), "no mode allows what an ask rule covers"
+    assert 'action = "allow"' in stream.getvalue()
+
+
+def test_parse_answer() -> None:
+    """A typed answer is a whole word, or no/deny with a reason; a word that merely starts like one is not."""
+    assert parse_answer("no, run the tests first") == Answer("deny", reason="run the tests first")
+    assert parse_answer("deny: use pytest -x") == Answer("deny", reason="use pytest -x")
+    assert parse_answer("Always") == Answer("always")
+    for text in ("maybe", "mbe", "yes please", "nope", "anything"):
+        assert parse_answer(text) is None, text
 
 
 def test_parse_choice() -> None:

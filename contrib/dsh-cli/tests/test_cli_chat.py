@@ -53,12 +53,16 @@ def test_reasoning_is_collapsed_and_expandable(chat: Any, llm: FakeLlm) -> None:
 
 
 def test_approval_once_always_and_deny(chat: Any, llm: FakeLlm) -> None:
-    """An `ask` tool waits for y (once), a (always: not asked again this session) or n (deny)."""
+    """An `ask` tool waits for a whole answer and Enter: yes (once), arrows to always, no with a reason."""
     llm.tool_call("bash", {"command": "echo first-run"})
     llm.text("ran once")
     chat.sendline("run it")
     chat.expect("allow bash")
-    chat.send("y")
+    chat.sendline("maybe")  # its y must not answer: a typed line that is no answer gets a hint
+    chat.expect("'maybe' is no answer")
+    assert "allowed" not in chat.before
+    chat.sendcontrol("u")
+    chat.sendline("yes")
     chat.expect("allowed once")
     chat.expect("first-run")
     chat.expect("ran once")
@@ -67,18 +71,22 @@ def test_approval_once_always_and_deny(chat: Any, llm: FakeLlm) -> None:
     llm.text("denied, fine")
     chat.sendline("again")
     chat.expect("allow bash")
-    chat.send("n")
+    chat.sendline("no, list the files instead")
     chat.expect("denied")
     chat.expect("denied, fine")
     tool_message = llm.messages(3)[-1]
     assert tool_message["role"] == "tool"
-    assert "denied" in tool_message["content"]
+    assert "the user denied the call" in tool_message["content"]
+    assert "list the files instead" in tool_message["content"]
+    assert "second-run\n" not in tool_message["content"], "the command did not run"
 
     llm.tool_call("bash", {"command": "echo third-run"})
     llm.text("always now")
     chat.sendline("once more")
     chat.expect("allow bash")
-    chat.send("a")
+    chat.send("\x1b[C")  # the right arrow: from "once" to "always"
+    chat.expect("> always")
+    chat.sendline("")
     chat.expect("allowed for this session")
     chat.expect("always now")
     llm.tool_call("bash", {"command": "echo fourth-run"})

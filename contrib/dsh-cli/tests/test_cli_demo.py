@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 from dsh_cli._demo import DEMO_FILES
@@ -42,3 +43,17 @@ def test_demo_keep_leaves_a_resumable_session(tmp_path: Path, dsh_env: dict[str,
     events = [json.loads(line) for line in shown.stdout.splitlines()]
     turns = [event["data"]["turn"] for event in events if event["type"] == "turn/end"]
     assert turns == [1, 2], "the resumed session went on with turn 2"
+
+
+def test_make_demo_does_not_install_the_test_plugins() -> None:
+    """`make demo` installs what a user gets; the test suite's plugins (dsh-example) come only with `make test`."""
+    root = Path(__file__).resolve().parents[3]
+    demo = subprocess.run(
+        ["make", "-n", "-B", "demo"], cwd=root, capture_output=True, text=True, check=True, timeout=60
+    )
+    assert "contrib/dsh-cli" in demo.stdout
+    assert "tests/plugins" not in demo.stdout, demo.stdout
+    test = subprocess.run(
+        ["make", "-n", "-B", "test"], cwd=root, capture_output=True, text=True, check=True, timeout=60
+    )
+    assert "tests/plugins/dsh-example" in test.stdout

@@ -203,3 +203,98 @@ def pexpect_eof() -> Any:
     import pexpect
 
     return pexpect.EOF
+
+
+def test_a_closed_stdout_stops_the_turn_quietly(llm: FakeLlm, project: Path, dsh_env: dict[str, str]) -> None:
+    """`dsh run ... | head -1`: the reader goes away, the turn stops (aborted, saved) and dsh exits 141 without a traceback."""
+    release = llm.held("first line\n", then=[*(_content(f"line {n}\n") for n in range(200)), *_stop()])
+    process = subprocess.Popen(
+        [DSH, "run", "write a lot"],
+        cwd=project,
+        env=dsh_env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline() == "first line\n"
+        process.stdout.close()  # what `head -1` does once it has its line
+        release.set()
+        _, stderr = process.communicate(timeout=20)
+    finally:
+        process.kill()
+    assert process.returncode == 141, stderr
+    assert "Traceback" not in stderr
+    assert "BrokenPipe" not in stderr
+    assert stderr.count("\n") <= 1, stderr
+    listed = run_dsh("sessions", "list", cwd=project, env=dsh_env)
+    session = listed.stdout.splitlines()[1].split()[0]
+    shown = run_dsh("sessions", "show", session, "--json", cwd=project, env=dsh_env)
+    events = [json.loads(line) for line in shown.stdout.splitlines()]
+    assert events[-1]["type"] == "turn/end"
+    assert events[-1]["data"]["reason"]["kind"] == "aborted", "it stopped generating"
+
+
+def _content(text: str) -> dict[str, Any]:
+    return {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": text}}]}
+
+
+def _stop() -> list[dict[str, Any]]:
+    return [
+        {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    ]
+
+
+def test_terminal_escapes_from_tools_and_the_model_are_stripped(
+    llm: FakeLlm, project: Path, dsh_env: dict[str, str]
+) -> None:
+    """An OSC title and colour codes in a file the tool reads, and in the model's text, never reach the terminal."""
+    (project / "notes.txt").write_text("\x1b]0;PWNED\x07\x1b[31mred text\x1b[0m\n", encoding="utf-8")
+    llm.tool_call("read_file", {"path": "notes.txt"}, text="Reading \x1b[1mbold\x1b[0m.")
+    llm.text("It says \x1b]0;AGAIN\x07red text\x07.")
+    done = run_dsh("run", "read the notes", cwd=project, env=dsh_env)
+    assert done.returncode == 0, done.stderr
+    for stream in (done.stdout, done.stderr):
+        assert "\x1b" not in stream
+        assert "\x07" not in stream.replace("␇", "")
+        assert "PWNED" not in stream
+    assert "red text" in done.stderr, "the text around the escapes is kept"
+    assert done.stdout == "Reading bold.\nIt says red text␇.\n"
+    shown = run_dsh("sessions", "show", _session_id(done.stderr), cwd=project, env=dsh_env)
+    assert "\x1b" not in shown.stdout
+    assert "red text" in shown.stdout
+
+
+def test_piped_text_is_context_for_the_prompt(llm: FakeLlm, project: Path, dsh_env: dict[str, str]) -> None:
+    """`echo ctx | dsh run "summarise this"` sends the prompt with the piped text appended as context."""
+    llm.text("A summary.")
+    done = run_dsh("run", "summarise this", cwd=project, env=dsh_env, input="the piped context\n")
+    assert done.returncode == 0, done.stderr
+    assert llm.messages(0)[-1]["content"] == "summarise this\n\n<stdin>\nthe piped context\n</stdin>"
+
+
+def test_piped_prompt_with_no_command_runs_it(llm: FakeLlm, project: Path, dsh_env: dict[str, str]) -> None:
+    """`echo prompt | dsh` runs the prompt like `dsh run -`; with nothing piped it prints the help."""
+    llm.text("Ran it.")
+    done = run_dsh(cwd=project, env=dsh_env, input="what is in notes.txt?\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Ran it.\n"
+    assert llm.messages(0)[-1]["content"] == "what is in notes.txt?\n"
+    empty = run_dsh(cwd=project, env=dsh_env, input="")
+    assert empty.returncode == 2
+    assert "usage: dsh" in empty.stdout
+
+
+def test_an_invalid_args_error_is_shown_whole(llm: FakeLlm, project: Path, dsh_env: dict[str, str]) -> None:
+    """A tool-argument error lists every problem, not only its first line."""
+    llm.tool_call("read_file", {"path": 3, "limit": "many"})
+    llm.text("Oops.")
+    done = run_dsh("run", "read", cwd=project, env=dsh_env)
+    assert done.returncode == 0, done.stderr
+    error = llm.messages(1)[-1]["content"]
+    body = [line for line in error.splitlines() if line.strip()]
+    assert len(body) >= 2, error
+    for line in body[1:3]:
+        assert line.strip()[:40] in done.stderr, f"{line!r} missing from\n{done.stderr}"

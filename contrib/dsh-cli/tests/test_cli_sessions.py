@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
 from pathlib import Path
 
-from .cli_kit import FakeLlm, run_dsh
+from .cli_kit import DSH, FakeLlm, run_dsh
 
 
 def _run(llm: FakeLlm, project: Path, env: dict[str, str], prompt: str, answer: str) -> str:
@@ -31,7 +33,7 @@ def test_list_show_delete(llm: FakeLlm, project: Path, dsh_env: dict[str, str]) 
     assert shown.returncode == 0, shown.stderr
     assert "first question" in shown.stdout
     assert "first answer" in shown.stdout
-    assert "1 turns" in shown.stdout
+    assert "  ·  1 turn  ·  " in shown.stdout, "one turn, not `1 turns`"
     prefix = run_dsh("sessions", "show", second[:-2], cwd=project, env=dsh_env)
     assert "second answer" in prefix.stdout, "a unique prefix names the session"
     deleted = run_dsh("sessions", "delete", first, cwd=project, env=dsh_env)
@@ -64,3 +66,71 @@ def test_plugins_lists_the_installed_plugins(tmp_path: Path, dsh_env: dict[str, 
     for name in ("cli", "openai", "workspace", "permissions", "persistence-jsonl", "agent-loop"):
         assert name in done.stdout
     assert "dsh-cli" in done.stdout
+
+
+def test_list_shows_prompts_as_typed_and_whole_when_piped(
+    llm: FakeLlm, project: Path, dsh_env: dict[str, str]
+) -> None:
+    """A prompt with brackets is not taken as markup, and a piped listing is not cut to 80 columns."""
+    long = "explain why the median of an even list is wrong, and fix it"  # the store keeps 80 characters
+    _run(llm, project, dsh_env, "return s[len(s) // 2] [bold]x[/bold]", "ok")
+    _run(llm, project, dsh_env, long, "ok")
+    listed = run_dsh("sessions", "list", cwd=project, env=dsh_env)
+    assert listed.returncode == 0, listed.stderr
+    assert "return s[len(s) // 2] [bold]x[/bold]" in listed.stdout
+    assert long in listed.stdout, "a piped line is as long as it needs (a long cwd comes before the prompt)"
+    assert max(len(line) for line in listed.stdout.splitlines()) > 120
+
+
+def test_delete_takes_a_unique_prefix(llm: FakeLlm, project: Path, dsh_env: dict[str, str]) -> None:
+    """`dsh sessions delete PREFIX` deletes the one session the prefix names, like show and resume."""
+    ident = _run(llm, project, dsh_env, "to delete", "ok")
+    done = run_dsh("sessions", "delete", ident[:-3], cwd=project, env=dsh_env)
+    assert done.returncode == 0, done.stderr
+    assert f"deleted session {ident}" in done.stdout
+    assert ident not in run_dsh("sessions", "list", cwd=project, env=dsh_env).stdout
+
+
+def test_show_json_into_a_closed_pipe_is_quiet(llm: FakeLlm, project: Path, dsh_env: dict[str, str]) -> None:
+    """`dsh sessions show ID --json | head`: a reader that goes away ends the command without a traceback."""
+    ident = _run(llm, project, dsh_env, "a question", "an answer")
+    process = subprocess.Popen(
+        [DSH, "sessions", "show", ident, "--json"],
+        cwd=project,
+        env=dsh_env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None
+    process.stdout.close()  # gone before the first line
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 141, stderr
+    assert stderr == b""
+
+
+def test_fork_copies_a_session_up_to_a_seq(llm: FakeLlm, project: Path, dsh_env: dict[str, str]) -> None:
+    """`dsh sessions fork ID --at SEQ` stores a new session with the events up to SEQ and its parent named."""
+    ident = _run(llm, project, dsh_env, "first question", "first answer")
+    llm.text("second answer")
+    assert run_dsh("run", "--resume", ident, "second question", cwd=project, env=dsh_env).returncode == 0
+    shown = run_dsh("sessions", "show", ident, "--json", cwd=project, env=dsh_env)
+    events = [json.loads(line) for line in shown.stdout.splitlines()]
+    first_end = next(e["seq"] for e in events if e["type"] == "turn/end")
+    done = run_dsh("sessions", "fork", ident, "--at", str(first_end), cwd=project, env=dsh_env)
+    assert done.returncode == 0, done.stderr
+    found = re.search(r"into (\S+)", done.stdout)
+    assert found is not None, done.stdout
+    child = found.group(1)
+    child_events = [
+        json.loads(line)
+        for line in run_dsh("sessions", "show", child, "--json", cwd=project, env=dsh_env).stdout.splitlines()
+    ]
+    assert [e["type"] for e in child_events] == [e["type"] for e in events[: first_end + 1]]
+    child_shown = run_dsh("sessions", "show", child, cwd=project, env=dsh_env)
+    assert f"forked from {ident}" in child_shown.stdout
+    assert "first answer" in child_shown.stdout
+    assert "second question" not in child_shown.stdout
+    inside = run_dsh("sessions", "fork", ident, "--at", "2", cwd=project, env=dsh_env)
+    assert inside.returncode == 2
+    assert "turn 1 is open there" in inside.stderr
