@@ -19,6 +19,7 @@ import anyio.to_thread
 
 from dsh_core import Text, Tool, ToolExecution, ToolResult, tool
 
+from ._command_env import COMMAND_ENV
 from ._config import WorkspaceConfig
 from ._edit import edit_file as _edit_file
 from ._files import list_dir as _list_dir
@@ -47,14 +48,15 @@ _QUIET_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
 _SECRET_NAME = re.compile(r"(API_KEY|_TOKEN|_SECRET|PASSWORD|ACCESS_KEY|PRIVATE_KEY)$|^(AWS|AZURE|GCP)_", re.IGNORECASE)
 
 
-def command_environment(parent: Mapping[str, str]) -> dict[str, str]:
-    """The environment a ``bash`` command runs with: the harness's, minus credentials, plus no pagers.
+def command_environment(parent: Mapping[str, str], extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment a ``bash`` command runs with: the harness's, minus credentials, plus no pagers,
+    plus ``extra`` (what a plugin set in ``COMMAND_ENV`` for this call).
 
     The model reads everything a command prints, and the session log keeps it: an API key in the
     environment would end up in both.
     """
     kept = {name: value for name, value in parent.items() if not _SECRET_NAME.search(name)}
-    return {**kept, **_QUIET_ENV}
+    return {**kept, **_QUIET_ENV, **(extra or {})}
 
 
 def _failure(message: str) -> ToolResult:
@@ -274,7 +276,7 @@ def make_tools(ctx: Context, config: WorkspaceConfig) -> list[Tool]:
                 cwd=root,
                 time_limit=limit,
                 max_output=config.max_output_bytes,
-                env=command_environment(os.environ),
+                env=command_environment(os.environ, COMMAND_ENV.get()),
             )
         except OSError as exc:
             return _failure(f"the command could not be started: {exc.strerror or exc}")
