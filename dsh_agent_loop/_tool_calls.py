@@ -7,8 +7,7 @@ pipeline (a plugin that raised) closes the calls it left open, so the next reque
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
@@ -89,14 +88,8 @@ def _next_group(agent: Agent, calls: Sequence[ToolCall], start: int) -> list[Too
 
 
 def _parallel_safe(agent: Agent, call: ToolCall) -> bool:
-    tool = agent.ctx.tools.get(call.name, agent)
-    if tool is None:
-        return False
-    try:
-        arguments = json.loads(call.arguments or "{}")
-    except ValueError:
-        return False
-    return isinstance(arguments, Mapping) and bool(tool.is_parallel_safe(arguments))
+    # The tool runtime parses the model's arguments as execute does, so nothing in them can raise here.
+    return agent.ctx.tools.is_parallel_safe(call.name, call.arguments, agent) is True
 
 
 def _execution(agent: Agent, turn: int, step: int, call: ToolCall, signal: CancelSignal) -> ToolExecution:

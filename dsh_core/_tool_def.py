@@ -2,7 +2,8 @@
 
 ``@tool`` reads a typed signature and builds the parameters' schema (str, int, float, bool,
 ``X | None``, ``Literal``, ``enum.Enum``, ``list[T]``, ``tuple[...]``, ``dict[str, T]``, attrs
-classes, ``Annotated[T, "description"]``), the description from the docstring's first paragraph
+classes, ``Annotated[T, "description"]``, ``Annotated[T, {"minimum": 1}]`` for extra JSON Schema
+keywords such as bounds), the description from the docstring's first paragraph
 and per-parameter descriptions from an ``Args:`` section. At call time the validated JSON arguments
 are converted back (an enum member, an attrs instance, a tuple) and a parameter annotated
 ``ToolExecution`` is injected. A plain ``Tool(name=..., parameters={...}, function=...)`` with a
@@ -335,9 +336,14 @@ def _describe(hint: Any, where: _Where, seen: tuple[type, ...]) -> _Described:
         inner, *metadata = typing.get_args(hint)
         described = _describe(inner, where, seen)
         text = next((item for item in metadata if isinstance(item, str)), None)
-        if text is None:
+        # A mapping adds JSON Schema keywords, e.g. bounds: Annotated[int, {"minimum": 1}]
+        keywords = {key: value for item in metadata if isinstance(item, Mapping) for key, value in item.items()}
+        if text is None and not keywords:
             return described
-        return _Described({**described.schema, "description": text}, described.convert)
+        schema = {**described.schema, **keywords}
+        if text is not None:
+            schema["description"] = text
+        return _Described(schema, described.convert)
     if hint in _SCALARS:
         return _Described({"type": _SCALARS[hint]}, _to_float if hint is float else None)
     if origin is Union or origin is types.UnionType:

@@ -64,6 +64,15 @@ SCHEMAS: list[dict[str, Any]] = [
         },
         "additionalProperties": False,
     },
+    {
+        "type": "object",
+        "properties": {
+            "i": {"type": "integer", "minimum": -1, "maximum": 2},
+            "f": {"type": ["number", "null"], "exclusiveMinimum": 0, "exclusiveMaximum": 2.5},
+            "s": {"type": "string", "minLength": 1, "maxLength": 2},
+            "o": {"type": ["integer", "string"], "minimum": 0, "maxLength": 0},
+        },
+    },
 ]
 
 json_values = st.recursive(
@@ -148,7 +157,7 @@ def test_acceptor_accepts_ordinary_valid_arguments() -> None:
 @pytest.mark.parametrize(
     "schema",
     [
-        {"type": "object", "properties": {"a": {"type": "string", "minLength": 2}}},
+        {"type": "object", "properties": {"a": {"type": "string", "pattern": "^x"}}},
         {"type": "object", "properties": {"a": {"$ref": "#/$defs/x"}}, "$defs": {"x": {}}},
         {"type": "object", "patternProperties": {"^a": {}}},
         {"type": "object", "properties": {"t": {"type": "array", "prefixItems": [{}], "items": False}}},
@@ -157,3 +166,27 @@ def test_acceptor_accepts_ordinary_valid_arguments() -> None:
 def test_unsupported_keywords_leave_it_to_jsonschema(schema: dict[str, Any]) -> None:
     """Any keyword outside the subset means no acceptor (the full validator runs)."""
     assert compile_acceptor(schema) is None
+
+
+@pytest.mark.parametrize(
+    ("value", "accepted"),
+    [
+        ({"i": 0, "f": 1.5, "s": "x", "o": 3}, True),
+        ({"i": -2}, False),
+        ({"i": 3}, False),
+        ({"f": 0}, False),
+        ({"f": 2.5}, False),
+        ({"f": None}, True),
+        ({"s": ""}, False),
+        ({"s": "xyz"}, False),
+        ({"o": -1}, False),
+        ({"o": ""}, True),
+        ({"o": "a"}, False),
+    ],
+)
+def test_acceptor_checks_bounds(value: dict[str, Any], accepted: bool) -> None:
+    """Numeric and length bounds take the fast path; a value outside them goes to the full validator."""
+    accept = compile_acceptor(SCHEMAS[-1])
+    assert accept is not None
+    assert accept(value) is accepted
+    assert jsonschema.Draft202012Validator(SCHEMAS[-1]).is_valid(value) is accepted

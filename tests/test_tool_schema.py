@@ -339,3 +339,23 @@ def test_a_tool_function_must_be_callable() -> None:
 
     with pytest.raises(TypeError, match="callable"):
         Tool(name="x", function=5)  # type: ignore[arg-type]
+
+
+def test_annotated_mapping_adds_schema_keywords() -> None:
+    """A mapping in Annotated adds JSON Schema keywords (bounds) next to the type and description."""
+
+    @tool
+    def t(
+        limit: Annotated[int | None, {"minimum": 1}, "how many"] = None,
+        name: Annotated[str, {"minLength": 1, "maxLength": 8}] = "x",
+    ) -> str:
+        return ""
+
+    properties = thaw_json(t.parameters["properties"])
+    assert properties["limit"] == {
+        "type": ["integer", "null"],
+        "minimum": 1,
+        "description": "how many",
+        "default": None,
+    }
+    assert properties["name"] == {"type": "string", "minLength": 1, "maxLength": 8, "default": "x"}

@@ -14,7 +14,6 @@ result with a code the model can read); a listener that raises is a plugin bug a
 from __future__ import annotations
 
 import inspect
-import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias, runtime_checkable
 
@@ -29,10 +28,11 @@ from .._content import Image, Text
 from .._decisions import Accept, Allow, Ask, Deny, Reject
 from .._dispatch import check_guards
 from .._errors import DuplicateRegistrationError
-from .._json import FrozenDict, JsonValueError, dumps_json, freeze_json, freeze_json_object, thaw_json
+from .._json import FrozenDict, dumps_json, freeze_json, thaw_json
 from .._schema_check import Acceptor, compile_acceptor
 from .._tool_def import Tool, tool
 from .._tool_types import ToolErrorCode, ToolExecution, ToolResult
+from ._tool_arguments import parse_arguments
 
 if TYPE_CHECKING:
     from .._agent_types import Agent
@@ -412,80 +412,9 @@ def _aborted(execution: ToolExecution) -> ToolResult:
     )
 
 
-def _refuse_constant(name: str) -> Any:
-    msg = f"{name} is not a JSON number"
-    raise ValueError(msg)
-
-
 def _parse(entry: _Entry, arguments: str) -> FrozenDict | ToolResult:
     """The arguments as a frozen object, or the ``INVALID_ARGS`` result that explains why not."""
-    name = entry.tool.name
-    if not isinstance(arguments, str):
-        return _error(
-            "INVALID_ARGS",
-            f"Error: the arguments for tool {name!r} must be JSON text, got {type(arguments).__name__}.",
-        )
-    if not arguments.strip():
-        value: Any = {}  # models send "" for a call without arguments
-    else:
-        try:
-            value = json.loads(arguments, parse_constant=_refuse_constant)
-        except ValueError as exc:
-            detail = (
-                f"{exc.msg} at line {exc.lineno} column {exc.colno}"
-                if isinstance(exc, json.JSONDecodeError)
-                else str(exc)
-            )
-            return _error(
-                "INVALID_ARGS",
-                f"Error: the arguments for tool {name!r} are not valid JSON ({detail}). "
-                "Send them as one JSON object that matches the tool's parameters.",
-            )
-    if type(value) is not dict:
-        return _error(
-            "INVALID_ARGS",
-            f"Error: the arguments for tool {name!r} must be a JSON object, got {_json_kind(value)}. "
-            "Send them as one JSON object that matches the tool's parameters.",
-        )
-    validator = entry.validator
-    accept = entry.accept
-    if (accept is None or not accept(value)) and next(validator.iter_errors(value), None) is not None:
-        problems = sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path])
-        lines = "\n".join(f"- at {_path(error.absolute_path)}: {error.message}" for error in problems)
-        return _error(
-            "INVALID_ARGS",
-            f"Error: invalid arguments for tool {name!r}:\n{lines}\nFix these and call the tool again.",
-        )
-    try:
-        return freeze_json_object(value, where=f"tool {name}", root="arguments")
-    except JsonValueError as exc:  # e.g. 1e400, which JSON text allows but no float holds
-        return _error(
-            "INVALID_ARGS",
-            f"Error: the arguments for tool {name!r} hold a value that is not lossless JSON "
-            f"({exc.path}: {exc.problem}). Send ordinary numbers and strings.",
-        )
-
-
-def _json_kind(value: object) -> str:
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, str):
-        return "a string"
-    if value is None:
-        return "null"
-    return "a boolean" if isinstance(value, bool) else "a number"
-
-
-def _path(path: Iterable[str | int]) -> str:
-    out = "arguments"
-    for part in path:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif part.isidentifier():
-            out += f".{part}"
-        else:
-            out += f"[{part!r}]"
-    return out
+    return parse_arguments(entry.tool.name, arguments, entry.validator, entry.accept)
 
 
 async def _run_body(tool: Tool, execution: ToolExecution) -> ToolResult:

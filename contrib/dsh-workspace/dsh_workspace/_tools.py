@@ -12,10 +12,11 @@ import re
 import shutil
 import signal
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import anyio.from_thread
 import anyio.to_thread
+import attrs
 
 from dsh_core import Text, Tool, ToolExecution, ToolResult, tool
 
@@ -40,12 +41,15 @@ __all__ = ["READ_TOOLS", "make_tools"]
 READ_TOOLS = ("read_file", "list_dir", "glob", "grep")
 #: the most lines of context grep shows around a match
 _MAX_CONTEXT = 10
+
 #: environment for commands: no pager waits for a key, no git prompt waits for a password
 _QUIET_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
 
 
 #: names of variables that hold credentials: never handed to a command the model wrote
-_SECRET_NAME = re.compile(r"(API_KEY|_TOKEN|_SECRET|PASSWORD|ACCESS_KEY|PRIVATE_KEY)$|^(AWS|AZURE|GCP)_", re.IGNORECASE)
+_SECRET_NAME = re.compile(
+    r"(API_KEY|_TOKEN|_SECRET|PASSWORD|ACCESS_KEY|PRIVATE_KEY)$|^(AWS|AZURE|GCP)_", re.IGNORECASE
+)
 
 
 def command_environment(parent: Mapping[str, str], extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -78,7 +82,11 @@ def make_tools(ctx: Context, config: WorkspaceConfig) -> list[Tool]:
         ),
     )
     async def read_file(
-        path: str, offset: int | None = None, limit: int | None = None, *, execution: ToolExecution
+        path: str,
+        offset: Annotated[int | None, {"minimum": 1}] = None,
+        limit: Annotated[int | None, {"minimum": 1}] = None,
+        *,
+        execution: ToolExecution,
     ) -> str | ToolResult:
         """Read a text file of the workspace, with line numbers.
 
@@ -119,7 +127,12 @@ def make_tools(ctx: Context, config: WorkspaceConfig) -> list[Tool]:
 
     @tool
     async def edit_file(
-        path: str, old_text: str, new_text: str, replace_all: bool = False, *, execution: ToolExecution
+        path: str,
+        old_text: str,
+        new_text: str,
+        replace_all: bool = False,
+        *,
+        execution: ToolExecution,
     ) -> str | ToolResult:
         """Replace exact text in a file. old_text must occur exactly once, unless replace_all is true.
         Copy old_text from the file exactly, whitespace included and without read_file's line
@@ -199,7 +212,7 @@ def make_tools(ctx: Context, config: WorkspaceConfig) -> list[Tool]:
         path: str = ".",
         glob: str | None = None,
         ignore_case: bool = False,
-        context: int = 0,
+        context: Annotated[int, {"minimum": 0, "maximum": _MAX_CONTEXT}] = 0,
         *,
         execution: ToolExecution,
     ) -> str | ToolResult:
@@ -241,7 +254,7 @@ def make_tools(ctx: Context, config: WorkspaceConfig) -> list[Tool]:
     )
     async def bash(
         command: str,
-        timeout: float | None = None,  # noqa: ASYNC109 - the argument the model sees: the command's limit
+        timeout: Annotated[float | None, {"exclusiveMinimum": 0}] = None,  # noqa: ASYNC109 - the argument the model sees
         *,
         execution: ToolExecution,
     ) -> str | ToolResult:
@@ -282,7 +295,16 @@ def make_tools(ctx: Context, config: WorkspaceConfig) -> list[Tool]:
             return _failure(f"the command could not be started: {exc.strerror or exc}")
         return _command_result(outcome, limit)
 
+    # The longest timeout is configuration, so its bound joins the schema here.
+    bash = _with_bound(bash, "timeout", maximum=config.bash_max_timeout)
     return [read_file, write_file, edit_file, list_dir, glob, grep, bash]
+
+
+def _with_bound(found: Tool, parameter: str, **keywords: float) -> Tool:
+    """``found`` with JSON Schema ``keywords`` added to one parameter's schema."""
+    properties = dict(found.parameters["properties"])
+    properties[parameter] = {**properties[parameter], **keywords}
+    return attrs.evolve(found, parameters={**found.parameters, "properties": properties})
 
 
 def _command_result(outcome: CommandOutcome, limit: float) -> str | ToolResult:

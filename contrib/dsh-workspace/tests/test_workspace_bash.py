@@ -57,10 +57,11 @@ async def test_bash_default_and_maximum_timeout_come_from_config(ctx: Context, w
     result = await call(ctx, "bash", ws, command="exec sleep 1000")
     assert "timed out after 0.25 s" in text(result)
     too_long = await call(ctx, "bash", ws, command="true", timeout=6)
-    assert too_long.error_code == "TOOL_ERROR"
-    assert "timeout must be more than 0 and at most 5 seconds, got 6" in text(too_long)
+    assert too_long.error_code == "INVALID_ARGS"
+    assert "at arguments.timeout: 6 is greater than the maximum of 5" in text(too_long)
     zero = await call(ctx, "bash", ws, command="true", timeout=0)
-    assert "got 0" in text(zero)
+    assert zero.error_code == "INVALID_ARGS"
+    assert "at arguments.timeout: 0 is less than or equal to the minimum of 0" in text(zero)
 
 
 @pytest.mark.parametrize("workspace_config", [{"max_output_bytes": 1000}])

@@ -93,8 +93,8 @@ async def test_read_file_missing_file_suggests_close_names(ctx: Context, ws: Pat
         ("dir", {"path": "d"}, "'d' is a directory, not a file; use list_dir"),
         ("empty", {"path": "e.txt"}, "(e.txt is empty)"),
         ("short", {"path": "s.txt", "offset": 5}, "offset 5 is past the end of 's.txt', which has 2 line(s)"),
-        ("short", {"path": "s.txt", "offset": 0}, "offset counts lines from 1, got 0"),
-        ("short", {"path": "s.txt", "limit": 0}, "limit must be at least 1, got 0"),
+        ("short", {"path": "s.txt", "offset": 0}, "at arguments.offset: 0 is less than the minimum of 1"),
+        ("short", {"path": "s.txt", "limit": 0}, "at arguments.limit: 0 is less than the minimum of 1"),
         ("short", {"path": ""}, "the path is empty"),
     ],
 )

@@ -180,7 +180,8 @@ async def test_grep_invalid_regex_is_an_error(ctx: Context, tree: Path) -> None:
     [
         ({"pattern": ""}, "the pattern is empty"),
         ({"pattern": "x", "path": "nowhere"}, "there is no file or directory 'nowhere' to search"),
-        ({"pattern": "x", "context": 11}, "context must be between 0 and 10 lines, got 11"),
+        ({"pattern": "x", "context": 11}, "at arguments.context: 11 is greater than the maximum of 10"),
+        ({"pattern": "x", "context": -1}, "at arguments.context: -1 is less than the minimum of 0"),
     ],
 )
 async def test_grep_argument_errors(
