@@ -58,6 +58,8 @@ from ._markers import hookimpl as hookimpl
 from ._markers import hookspec as hookspec
 from ._persistence import LoadedSessionLike as LoadedSessionLike
 from ._persistence import SessionPersistence as SessionPersistence
+from ._repair import StoredLogError as StoredLogError
+from ._repair import repair_events as repair_events
 from ._session_event import SessionEvent as SessionEvent
 from ._session_event import SurfaceOp as SurfaceOp
 from ._signal import CancelSignal as CancelSignal
@@ -107,6 +109,7 @@ __all__ = [
     "SessionEvent",
     "SessionMeta",
     "SessionPersistence",
+    "StoredLogError",
     "SubagentError",
     "SubagentProvider",
     "SubagentRefusedError",
@@ -131,5 +134,6 @@ __all__ = [
     "hookimpl",
     "hookspec",
     "installed_plugins",
+    "repair_events",
     "tool",
 ]

@@ -1,0 +1,141 @@
+"""The ``persistence-postgres`` plugin: its config, its hooks, and how it starts and stops.
+
+Starting resolves the DSN, connects, creates or checks the schema, provides the
+``session_persistence`` service, follows the sessions already live, hooks ``session/created``,
+``session/event``, ``session/flush`` and ``session/disposed``, and runs the background writer.
+Stopping cancels the writer, commits what every session has pending, and closes the connections
+(which frees every session this process owned).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.to_thread
+import attrs
+import psycopg
+
+from dsh_core import SessionEvent, hookimpl
+
+from ._database import Database
+from ._dsn import resolve_target
+from ._errors import DatabaseError
+from ._store import PostgresSessionStore
+
+if TYPE_CHECKING:
+    from dsh_core import Context, Session
+
+__all__ = ["PersistenceConfig", "PersistencePlugin"]
+
+
+def _optional_dsn(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        msg = "dsn must be a libpq connection string or a postgresql:// URL (a non-empty string)"
+        raise ValueError(msg)
+
+
+def _schema(instance: object, attribute: attrs.Attribute[Any], value: str) -> None:
+    if not value or len(value.encode("utf-8")) > 63 or "\x00" in value:
+        msg = f"schema must be a PostgreSQL schema name (1 to 63 bytes), got {value!r}"
+        raise ValueError(msg)
+
+
+def _delay(instance: object, attribute: attrs.Attribute[Any], value: float) -> None:
+    if not (math.isfinite(value) and value >= 0):
+        msg = f"batch_delay must be a number of seconds >= 0, got {value!r}"
+        raise ValueError(msg)
+
+
+def _connections(instance: object, attribute: attrs.Attribute[Any], value: int) -> None:
+    if isinstance(value, bool) or not 1 <= value <= 100:
+        msg = f"connections must be a whole number from 1 to 100, got {value!r}"
+        raise ValueError(msg)
+
+
+@attrs.frozen(kw_only=True)
+class PersistenceConfig:
+    """The ``[plugins.persistence-postgres]`` table."""
+
+    #: a libpq connection string or ``postgresql://`` URL; default ``$DSH_POSTGRES_DSN``
+    dsn: str | None = attrs.field(default=None, validator=_optional_dsn, repr=False)
+    #: the PostgreSQL schema holding the tables (created on first use)
+    schema: str = attrs.field(default="public", validator=_schema)
+    #: seconds the first uncommitted event waits for others to join its write
+    batch_delay: float = attrs.field(default=0.05, validator=_delay)
+    #: connections in the pool for queries (the lock connection comes on top)
+    connections: int = attrs.field(default=4, validator=_connections)
+
+
+class _Hooks:
+    """The session hooks, bound to one running store."""
+
+    def __init__(self, store: PostgresSessionStore) -> None:
+        self._store = store
+
+    @hookimpl
+    async def dsh_session_created(self, session: Session) -> None:
+        await self._store.follow(session)
+
+    @hookimpl
+    def dsh_agent_created(self, agent: Any) -> None:
+        """Veto an agent whose session cannot be persisted (in use elsewhere, clashing with a stored one)."""
+        problem = self._store.problem_of(agent.session)
+        if problem is not None:
+            raise problem
+
+    @hookimpl
+    def dsh_session_event(self, session: Session, event: SessionEvent) -> None:
+        self._store.publish(session, event)
+
+    @hookimpl
+    async def dsh_session_flush(self, session: Session) -> None:
+        await self._store.flush(session)
+
+    @hookimpl
+    async def dsh_session_disposed(self, session: Session) -> None:
+        await self._store.unfollow(session)
+
+
+class PersistencePlugin:
+    """Entry point ``persistence-postgres``: every session in a PostgreSQL database.
+
+    Provides ``ctx.session_persistence`` (a ``PostgresSessionStore``): ``load``, ``read``,
+    ``exists``, ``list``, ``delete``, ``release``; ``ctx.agents.resume(id)`` loads through it.
+    """
+
+    name = "persistence-postgres"
+    provides: tuple[str, ...] = ("session_persistence",)
+    uses: tuple[str, ...] = ("sessions",)
+    Config = PersistenceConfig
+
+    def __init__(self) -> None:
+        self.store: PostgresSessionStore | None = None
+
+    async def start(self, ctx: Context) -> None:
+        config = ctx.config if isinstance(ctx.config, PersistenceConfig) else PersistenceConfig()
+        target = resolve_target(config.dsn)
+        db = Database(target, config.schema, pool_size=config.connections)
+        try:
+            await anyio.to_thread.run_sync(db.open)
+        except BaseException as exc:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(db.close)
+            if isinstance(exc, psycopg.Error):
+                problem = target.redact(str(exc)).strip() or type(exc).__name__
+                msg = f"persistence-postgres cannot use the session database {target.name}: {problem}"
+                raise DatabaseError(msg, target=target.name) from None
+            raise
+        store = self.store = PostgresSessionStore(db, config.batch_delay, connections=config.connections)
+        ctx.provide("session_persistence", store)
+        ctx.register_plugin(_Hooks(store), name=f"{self.name}/hooks")
+        # Effects undo last-first: the tasks are cancelled, then every session is committed and
+        # the connections closed.
+        ctx.effect(store.close)
+        ctx.start_task(store.run_writer, name=f"{self.name}/writer")
+        ctx.start_task(store.run_releases, name=f"{self.name}/releases")
+        sessions = ctx.get_service("sessions")
+        if sessions is not None:
+            for session in sessions.list():  # live before we started: follow them too
+                await store.follow(session)

@@ -1,0 +1,234 @@
+"""The write path: one ``Journal`` per followed session, and the background ``BatchWriter``.
+
+A journal buffers the events its session publishes (the ``session/event`` listener only appends
+to a list) and commits them as one fenced statement (``Database.append``) at the end of a batch
+window, at once for the records §9.1 makes durable without delay (``inbox/queued``,
+``inbox/cleared``), or when the session is flushed. A journal's writes are ordered by its lock;
+the writer commits the journals of one window concurrently, as many as the pool has connections.
+
+Failures:
+
+* a failed statement (the server unreachable, a timeout) keeps the batch in memory and is retried
+  at the next batch or flush; a flush that cannot commit everything raises ``SessionWriteError``.
+  A commit whose answer was lost is recognised on retry and never written twice;
+* a fenced write (another owner took the session over: ``SessionFencedError``) breaks the journal
+  for good: nothing more is written, and every later flush raises the same error.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from typing import TYPE_CHECKING, Final
+
+import anyio
+import anyio.to_thread
+import psycopg
+
+from dsh_core import SessionEvent
+
+from ._database import Claim, Database
+from ._errors import PersistenceError, SessionWriteError
+
+if TYPE_CHECKING:
+    from dsh_core import Session
+
+__all__ = ["URGENT", "BatchWriter", "Journal"]
+
+logger = logging.getLogger("dsh.persistence_postgres")
+
+#: event types written at once, whatever ``batch_delay`` is (§9.1: accepted sends are durable)
+URGENT: Final = frozenset({"inbox/queued", "inbox/cleared"})
+
+
+class Journal:
+    """The stored log of one live session: buffered events, the owner epoch, the failure state."""
+
+    __slots__ = (
+        "broken",
+        "closed",
+        "db",
+        "dirty",
+        "epoch",
+        "failure",
+        "io",
+        "limiter",
+        "pending",
+        "session",
+        "titled",
+        "written",
+    )
+
+    def __init__(self, session: Session, db: Database, limiter: anyio.CapacityLimiter) -> None:
+        self.session = session
+        self.db = db
+        self.limiter = limiter
+        #: events published but not yet committed, in log order
+        self.pending: list[SessionEvent] = []
+        #: queued on the writer's dirty list
+        self.dirty = False
+        #: the owner epoch this journal writes under (``None`` until the session is opened)
+        self.epoch: int | None = None
+        #: events committed (the stored count)
+        self.written = 0
+        #: the session row has its title
+        self.titled = False
+        #: the last failure, while the events it concerns are still uncommitted
+        self.failure: psycopg.Error | None = None
+        #: why this journal can no longer persist its session (sticky)
+        self.broken: PersistenceError | None = None
+        self.closed = False
+        #: orders opening, writes and close
+        self.io = anyio.Lock()
+
+    @property
+    def session_id(self) -> str:
+        return self.session.id
+
+    def opened(self, claim: Claim, snapshot: list[SessionEvent]) -> None:
+        """Adopt the owner epoch; what the stored log lacks of ``snapshot`` goes first."""
+        self.epoch, self.written, self.titled = claim.epoch, claim.count, claim.titled
+        self.pending[:0] = snapshot[claim.count :]
+
+    async def _commit(self) -> None:
+        """Commit every pending event (under ``io``). Never raises: failures are recorded."""
+        pending = self.pending
+        epoch = self.epoch
+        if epoch is None or not pending or self.broken is not None:
+            return
+        batch = list(pending)
+        if batch[0].seq != self.written:
+            # Never expected: the log would get a gap or a duplicate. Stop rather than write it.
+            problem = f"event {batch[0].seq} arrived where event {self.written} was expected"
+            self.broken = self.error(f"the write path lost its place ({problem}); nothing more is written")
+            return
+        append = functools.partial(
+            self.db.append, self.session_id, epoch, self.written, batch, want_title=not self.titled
+        )
+        try:
+            titled = await anyio.to_thread.run_sync(append, limiter=self.limiter)
+        except PersistenceError as exc:  # fenced, or the stored log moved on: for good
+            self.broken = exc
+            logger.error("session %r: %s", self.session_id, exc)
+            return
+        except psycopg.Error as exc:
+            if self.failure is None:
+                logger.warning(
+                    "session %r: writing to %s failed: %s; %d events kept in memory, retried at the next "
+                    "batch or flush",
+                    self.session_id,
+                    self.db.target.name,
+                    self.db.target.redact(str(exc)),
+                    len(batch),
+                )
+            self.failure = exc
+            return
+        del pending[: len(batch)]
+        self.written += len(batch)
+        self.titled = self.titled or titled
+        if self.failure is not None:
+            logger.warning("session %r: writing to %s works again; nothing was lost", self.session_id, self.db.target.name)
+            self.failure = None
+
+    async def write(self) -> None:
+        """Commit what is pending now (the writer's window). Never raises."""
+        async with self.io:
+            await self._commit()
+
+    def error(self, problem: str, *, cause: BaseException | None = None) -> SessionWriteError:
+        error = SessionWriteError(
+            f"session {self.session_id!r} on {self.db.target.name}: {problem}", session_id=self.session_id
+        )
+        error.__cause__ = cause
+        return error
+
+    def _raise_state(self) -> None:
+        broken = self.broken
+        if broken is not None:
+            raise broken.with_traceback(None)  # the same error at every flush, without stacking tracebacks
+        failure = self.failure
+        if failure is not None and self.pending:
+            problem = (
+                f"writing the log failed: {self.db.target.redact(str(failure))}; {len(self.pending)} events "
+                f"are not stored yet (they are kept in memory and retried at the next flush); nothing "
+                f"already stored was changed"
+            )
+            raise self.error(problem, cause=None)
+
+    async def sync(self) -> None:
+        """Commit everything pending: the session is durable (committed) when this returns.
+
+        :raises SessionWriteError: naming the session and the server, when that is not so.
+        :raises PersistenceError: the session could not be persisted (in use, conflict, fenced).
+        """
+        async with self.io:
+            await self._commit()
+            self._raise_state()
+
+    async def close(self) -> None:
+        """Commit what is pending; idempotent; failures are logged. The caller releases the lock."""
+        async with self.io:
+            if self.closed:
+                return
+            self.closed = True
+            await self._commit()
+            if self.pending and self.broken is None:
+                logger.error(
+                    "session %r: closing with %d events not stored on %s (%s)",
+                    self.session_id,
+                    len(self.pending),
+                    self.db.target.name,
+                    self.failure and self.db.target.redact(str(self.failure)),
+                )
+
+    def __repr__(self) -> str:
+        state = "broken" if self.broken else "closed" if self.closed else "open" if self.epoch else "new"
+        return f"<Journal {self.session_id!r} {state} epoch={self.epoch} written={self.written} pending={len(self.pending)}>"
+
+
+class BatchWriter:
+    """The background writer: the first pending event opens a window of ``delay`` seconds (closed
+    at once by an urgent event), then every journal with pending events is committed."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        self._dirty: list[Journal] = []
+        self._wake = anyio.Event()
+        self._urgent = anyio.Event()
+        self._armed = False
+
+    def mark(self, journal: Journal, *, urgent: bool = False) -> None:
+        """``journal`` has pending events (called from the ``session/event`` listener: cheap)."""
+        if not journal.dirty:
+            journal.dirty = True
+            self._dirty.append(journal)
+        if urgent:
+            self._urgent.set()
+        if not self._armed:
+            self._armed = True
+            self._wake.set()
+
+    async def write_all(self) -> None:
+        """Commit every marked journal now (concurrently, as the pool allows)."""
+        dirty, self._dirty = self._dirty, []
+        for journal in dirty:
+            journal.dirty = False
+        if len(dirty) == 1:
+            await dirty[0].write()
+            return
+        async with anyio.create_task_group() as tg:
+            for journal in dirty:
+                tg.start_soon(journal.write)
+
+    async def run(self) -> None:
+        """Write batches until cancelled (the plugin stops; it drains what is left itself)."""
+        while True:
+            await self._wake.wait()
+            if not self._urgent.is_set():
+                with anyio.move_on_after(self.delay):
+                    await self._urgent.wait()
+            # Events published from here on wake the next window.
+            self._wake = anyio.Event()
+            self._urgent = anyio.Event()
+            self._armed = False
+            await self.write_all()
