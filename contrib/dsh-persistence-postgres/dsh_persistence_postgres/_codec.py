@@ -66,7 +66,7 @@ def _title(event: SessionEvent) -> str | None:
         message = UserMessage.from_json(event.data["message"])
     except (ValueError, KeyError, TypeError):
         return None
-    text = " ".join(message.text.split())
+    text = " ".join(message.text.split()).replace("\x00", "\ufffd")  # a text column holds no NUL
     return text if len(text) <= _TITLE_LENGTH else text[: _TITLE_LENGTH - 1] + "…"
 
 

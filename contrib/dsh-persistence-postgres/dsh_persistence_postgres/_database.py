@@ -198,8 +198,8 @@ class Database:
                     "id": session_id,
                     "created": created,
                     "meta": json.dumps(meta),
-                    "cwd": meta.get("cwd"),
-                    "parent_id": meta.get("parent_id"),
+                    "cwd": _text(meta.get("cwd")),
+                    "parent_id": _text(meta.get("parent_id")),
                     "seed_length": meta.get("seed_length", 0),
                     "host": self.host,
                     "pid": self.pid,
@@ -328,6 +328,11 @@ class Database:
             conn.execute(self.sql.delete_events(), (session_id,))
             gone = conn.execute(self.sql.delete_session(), (session_id,)).fetchone()
         return gone is not None
+
+
+def _text(value: str | None) -> str | None:
+    """``value`` for a text column, which cannot hold NUL (the ``meta`` JSON keeps the exact value)."""
+    return None if value is None else value.replace("\x00", "\ufffd")
 
 
 class _Rejected(Exception):

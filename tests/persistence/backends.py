@@ -1,0 +1,146 @@
+"""The two backends under the persistence contract, behind one small interface for the tests."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import dsh_persistence_jsonl
+import dsh_persistence_postgres
+import psycopg
+from dsh_persistence_postgres._schema import LOCK_SEED, Statements
+from psycopg import sql
+
+from dsh_core import AgentOptions, Context, Harness, SessionEvent
+from dsh_core.testing import ScriptedModel
+
+MODEL = AgentOptions(model="scripted/test")
+
+
+class Backend:
+    """A persistence plugin under test: how to start it, and how to look at what it stored."""
+
+    name: str
+    #: the plugin's package: its error classes are looked up there (``backend.errors.SessionInUseError``)
+    errors: ModuleType
+    #: ``module:Class`` of the plugin, for a subprocess
+    plugin_path: str
+    #: the batch delay the tests use when they do not care
+    default_delay: float = 0.1
+
+    def table(self, **overrides: Any) -> dict[str, Any]:
+        """The plugin's config table."""
+        raise NotImplementedError
+
+    def plugin(self) -> object:
+        raise NotImplementedError
+
+    def config(self, *, batch_delay: float | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        delay = self.default_delay if batch_delay is None else batch_delay
+        return {"plugins": {self.name: self.table(batch_delay=delay), **(extra or {})}}
+
+    @asynccontextmanager
+    async def harness(
+        self,
+        model: ScriptedModel | None = None,
+        *,
+        batch_delay: float | None = None,
+        plugins: tuple[object, ...] = (),
+        extra: dict[str, Any] | None = None,
+    ) -> AsyncIterator[Context]:
+        """A Harness with this backend's plugin (autoload off); a ScriptedModel if given."""
+        config = self.config(batch_delay=batch_delay, extra=extra)
+        async with Harness(config=config, plugins=[self.plugin(), *plugins], autoload=False) as ctx:
+            if model is not None:
+                ctx.llm.register_adapter(model.provider, model)
+            yield ctx
+
+    def stored(self, session_id: str) -> list[SessionEvent]:
+        """The events stored for ``session_id``, read without the plugin (plain ``json``)."""
+        raise NotImplementedError
+
+    def is_empty(self) -> bool:
+        """Nothing at all is stored."""
+        raise NotImplementedError
+
+    async def wait_released(self, session_id: str) -> None:
+        """Return once no process holds ``session_id`` (waiting on the lock itself, not polling)."""
+
+
+class JsonlBackend(Backend):
+    name = "persistence-jsonl"
+    errors = dsh_persistence_jsonl
+    plugin_path = "dsh_persistence_jsonl:PersistencePlugin"
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def table(self, **overrides: Any) -> dict[str, Any]:
+        return {"root": str(self.root), **overrides}
+
+    def plugin(self) -> object:
+        return dsh_persistence_jsonl.PersistencePlugin()
+
+    def stored(self, session_id: str) -> list[SessionEvent]:
+        path = self.root / dsh_persistence_jsonl.escape_id(session_id) / "session.jsonl"
+        lines = path.read_bytes().split(b"\n")[1:-1]
+        return [SessionEvent.from_json(json.loads(line)) for line in lines]
+
+    def is_empty(self) -> bool:
+        return not self.root.exists() or not any(self.root.iterdir())
+
+
+class PostgresBackend(Backend):
+    name = "persistence-postgres"
+    errors = dsh_persistence_postgres
+    plugin_path = "dsh_persistence_postgres:PersistencePlugin"
+    default_delay = 0.05
+
+    def __init__(self, dsn: str, schema: str) -> None:
+        self.dsn = dsn
+        self.schema = schema
+
+    def table(self, **overrides: Any) -> dict[str, Any]:
+        return {"dsn": self.dsn, "schema": self.schema, **overrides}
+
+    def plugin(self) -> object:
+        return dsh_persistence_postgres.PersistencePlugin()
+
+    def query(self, text: str, *args: object) -> list[tuple[Any, ...]]:
+        """Run SQL against the test's schema (``{s}`` names it)."""
+        statement = sql.SQL(text).format(s=sql.Identifier(self.schema))
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            cursor = conn.execute(statement, args)
+            return cursor.fetchall() if cursor.description is not None else []
+
+    def stored(self, session_id: str) -> list[SessionEvent]:
+        rows = self.query(
+            "SELECT seq, type, time, data::text FROM {s}.dsh_events WHERE session_id = %s ORDER BY seq",
+            session_id,
+        )
+        return [
+            SessionEvent.from_json({"type": kind, "seq": seq, "time": time, "data": json.loads(data)})
+            for seq, kind, time, data in rows
+        ]
+
+    async def wait_released(self, session_id: str) -> None:
+        await anyio.to_thread.run_sync(self._wait_released, session_id)
+
+    def _wait_released(self, session_id: str) -> None:
+        key = Statements(self.schema).lock_key + session_id
+        with psycopg.connect(self.dsn, autocommit=True) as conn:  # a blocking lock waits for the holder's end
+            conn.execute("SET statement_timeout = '30s'")
+            conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, %s))", (key, LOCK_SEED))
+            conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, %s))", (key, LOCK_SEED))
+
+    def is_empty(self) -> bool:
+        exists = self.query("SELECT to_regclass(format('%%I.dsh_sessions', %s::text))", self.schema)
+        if not exists or exists[0][0] is None:
+            return True
+        return not self.query("SELECT 1 FROM {s}.dsh_sessions UNION ALL SELECT 1 FROM {s}.dsh_events")

@@ -1,0 +1,149 @@
+"""One owner per session, on every backend: a second process or harness is told who holds it."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+
+import anyio
+import pytest
+
+from .backends import Backend
+
+pytestmark = pytest.mark.anyio
+
+#: a second process: a harness with the backend's plugin that keeps session "shared" live until stdin closes
+HOLDER = textwrap.dedent(
+    """
+    import importlib, json, sys
+    import anyio
+    from dsh_core import Harness
+
+    async def main(plugin_path: str, name: str, table: str) -> None:
+        module, _, cls = plugin_path.partition(":")
+        plugin = getattr(importlib.import_module(module), cls)()
+        config = {"plugins": {name: json.loads(table)}}
+        async with Harness(config=config, plugins=[plugin], autoload=False) as ctx:
+            session = await ctx.sessions.create("shared")
+            session.append("note/holder", {})
+            await ctx.sessions.flush(session)
+            print("READY", flush=True)
+            await anyio.to_thread.run_sync(sys.stdin.read)
+            session.append("note/holder-done", {})
+
+    anyio.run(main, *sys.argv[1:])
+    """
+)
+
+
+def holder_command(backend: Backend) -> list[str]:
+    return [sys.executable, "-c", HOLDER, backend.plugin_path, backend.name, json.dumps(backend.table())]
+
+
+@pytest.fixture
+def holder(backend: Backend) -> Iterator[subprocess.Popen[str]]:
+    """Another process holding session ``shared`` live; it lets go when its stdin is closed."""
+    with subprocess.Popen(
+        holder_command(backend), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    ) as process:
+        try:
+            assert process.stdout is not None
+            assert process.stdout.readline().strip() == "READY"
+            yield process
+        finally:
+            if process.poll() is None:
+                process.kill()
+
+
+def release(process: subprocess.Popen[str]) -> None:
+    assert process.stdin is not None
+    process.stdin.close()
+    assert process.wait(timeout=30) == 0
+
+
+async def test_second_process_is_told_who_holds_the_session(
+    backend: Backend, holder: subprocess.Popen[str]
+) -> None:
+    """load(), resume() and a same-id session all meet 'in use by process N'; after it exits, load works."""
+    errors = backend.errors
+    who = f"in use by process {holder.pid}"
+    async with backend.harness() as ctx:
+        with pytest.raises(errors.SessionInUseError, match=f"session 'shared' is {who}") as caught:
+            await ctx.session_persistence.load("shared")
+        assert caught.value.pid == holder.pid
+        assert caught.value.session_id == "shared"
+        if backend.name == "persistence-postgres":  # across hosts, the host is named too
+            assert caught.value.host == socket.gethostname()  # type: ignore[attr-defined]
+            assert f"on host {socket.gethostname()}" in str(caught.value)
+        with pytest.raises(errors.SessionInUseError, match=who):
+            await ctx.agents.resume("shared")
+        with pytest.raises(errors.SessionInUseError, match=who):
+            await ctx.session_persistence.delete("shared")
+        live = await ctx.sessions.create("shared")  # goes live here, but cannot be persisted
+        live.append("note/intruder", {})
+        with pytest.raises(errors.SessionInUseError, match=who):
+            await ctx.sessions.flush(live)
+    assert [event.type for event in backend.stored("shared")] == ["note/holder"]
+    await anyio.to_thread.run_sync(release, holder)
+    async with backend.harness() as ctx:
+        loaded = await ctx.session_persistence.load("shared")
+    assert [event.type for event in loaded.events] == ["note/holder", "note/holder-done"]
+
+
+async def test_resume_refused_while_the_holder_lives_and_allowed_after_sigkill(
+    backend: Backend, holder: subprocess.Popen[str]
+) -> None:
+    """A SIGKILLed holder frees the session without any manual step: the next resume succeeds."""
+    async with backend.harness() as ctx:
+        with pytest.raises(backend.errors.SessionInUseError, match=f"process {holder.pid}"):
+            await ctx.agents.resume("shared")
+    holder.kill()
+    assert await anyio.to_thread.run_sync(holder.wait) == -9
+    with anyio.fail_after(20):  # the contract: a create or resume 20 s after the death succeeds
+        await backend.wait_released("shared")
+    async with backend.harness() as ctx, await ctx.agents.resume("shared") as handle:
+        assert [event.type for event in handle.agent.session.events] == ["note/holder"]
+
+
+async def test_second_harness_in_this_process_is_refused(backend: Backend) -> None:
+    """Two harnesses of one process on one store exclude each other too."""
+    async with backend.harness() as first, backend.harness() as second:
+        session = await first.sessions.create("mine")
+        await first.sessions.flush(session)
+        with pytest.raises(backend.errors.SessionInUseError, match="this process") as caught:
+            await second.session_persistence.load("mine")
+        assert caught.value.pid == os.getpid()
+
+
+async def test_load_keeps_the_lock_for_the_resume(backend: Backend) -> None:
+    """Between load() and the resume nobody else can take the session; stopping lets it go."""
+    async with backend.harness() as ctx:
+        session = await ctx.sessions.create("reserved")
+        session.append("note/added", {})
+    async with backend.harness() as first:
+        await first.session_persistence.load("reserved")
+        async with backend.harness() as second:
+            with pytest.raises(backend.errors.SessionInUseError):
+                await second.session_persistence.load("reserved")
+        await first.session_persistence.load("reserved")  # the holder itself may load again
+    async with backend.harness() as third:
+        await third.session_persistence.load("reserved")  # released when `first` stopped
+
+
+async def test_release_gives_the_reservation_back(backend: Backend) -> None:
+    """release() after load() lets another harness load the session."""
+    async with backend.harness() as ctx:
+        await ctx.sessions.create("given-back")
+    async with backend.harness() as first, backend.harness() as second:
+        await first.session_persistence.load("given-back")
+        first.session_persistence.release("given-back")
+        await first.session_persistence.load("given-back")  # taken again by the same store: kept
+        first.session_persistence.release("given-back")
+        with anyio.fail_after(10):  # release() never blocks: the lock may still be on its way back
+            await backend.wait_released("given-back")
+        await second.session_persistence.load("given-back")
