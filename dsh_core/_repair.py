@@ -27,7 +27,7 @@ from ._content import AssistantMessage, Text, ToolCall, ToolResultMessage
 from ._errors import DshError
 from ._session_event import SessionEvent
 
-__all__ = ["OUTCOME_UNKNOWN", "NOT_STARTED", "StoredLogError", "repair_events"]
+__all__ = ["NOT_STARTED", "OUTCOME_UNKNOWN", "StoredLogError", "repair_events"]
 
 NOT_STARTED: Final = "TOOL_NOT_STARTED"
 OUTCOME_UNKNOWN: Final = "TOOL_OUTCOME_UNKNOWN"

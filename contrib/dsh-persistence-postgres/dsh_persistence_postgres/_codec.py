@@ -13,7 +13,7 @@ from __future__ import annotations
 import gc
 import json
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Final, NoReturn
 
@@ -62,8 +62,9 @@ def encode_batch(events: Sequence[SessionEvent], *, want_title: bool) -> Batch:
 
 
 def _title(event: SessionEvent) -> str | None:
+    data: Any = event.data
     try:
-        message = UserMessage.from_json(event.data["message"])
+        message = UserMessage.from_json(data["message"])
     except (ValueError, KeyError, TypeError):
         return None
     text = " ".join(message.text.split()).replace("\x00", "\ufffd")  # a text column holds no NUL
@@ -89,7 +90,7 @@ def _freeze_object(obj: dict[str, Any]) -> FrozenDict:
 _decode = json.JSONDecoder(object_hook=_freeze_object, parse_constant=_refuse_constant).decode
 
 
-def decode_rows(session_id: str, rows: Sequence[tuple[Any, ...]]) -> list[SessionEvent]:
+def decode_rows(session_id: str, rows: Iterable[tuple[Any, ...]]) -> list[SessionEvent]:
     """The events of ``rows`` (``seq, type, time, data`` text), which must number 0, 1, 2, ...
 
     :raises SessionCorruptError: a gap or a malformed row, naming the session and the seq.

@@ -222,7 +222,11 @@ class Database:
         *,
         want_title: bool,
     ) -> bool:
-        """Run the fenced insert; ``True`` if every row went in. Returns whether a title was set."""
+        """Commit ``events`` behind the fence, in one transaction; ``_Rejected`` if the fence refuses.
+
+        ``COPY`` rather than one ``INSERT`` over arrays: adapting and parsing the arrays costs ten
+        times more than copying the rows. Returns whether the batch set the session's title.
+        """
         batch = encode_batch(events, want_title=want_title)
         params = {
             "id": session_id,
@@ -231,13 +235,16 @@ class Database:
             "end": first + len(events),
             "turns": batch.turns,
             "title": batch.title,
-            "types": batch.types,
-            "times": batch.times,
-            "datas": batch.datas,
         }
-        cursor = conn.execute(self.sql.append(), params)
-        if cursor.rowcount != len(events):
-            raise _Rejected
+        with conn.transaction():
+            if conn.execute(self.sql.advance(), params).rowcount != 1:
+                raise _Rejected  # leaves the transaction: rolled back, nothing written
+            with conn.cursor().copy(self.sql.copy_events()) as copy:
+                write = copy.write_row
+                seq = first
+                for row in zip(batch.types, batch.times, batch.datas, strict=True):
+                    write((session_id, seq, *row))
+                    seq += 1
         return batch.title is not None
 
     def append(
@@ -307,9 +314,9 @@ class Database:
             header = conn.execute(self.sql.header(), (session_id,)).fetchone()
             if header is None:
                 raise not_found(session_id)
-            rows = conn.execute(self.sql.events(), (session_id,)).fetchall()
+            # Decoded as the rows are read: the driver's row tuples never all live at once.
+            events = decode_rows(session_id, conn.execute(self.sql.events(), (session_id,)))
         created, meta_text, count = header
-        events = decode_rows(session_id, rows)
         if len(events) != count:
             msg = (
                 f"session {session_id!r}: dsh_sessions counts {count} events but dsh_events holds "

@@ -49,15 +49,14 @@ class Owners:
                 self._releasing.discard(session_id)
                 return
             if session_id in self._held:
-                host, pid = self._db.host, self._db.pid
-                raise in_use(session_id, host, pid)
+                raise in_use(session_id, self._db.host, self._db.pid)
             with anyio.CancelScope(shield=True):  # a lock taken must be recorded, or it leaks
                 taken = await self._run(functools.partial(self._db.try_lock, session_id))
                 if taken:
                     self._held.add(session_id)
                     return
-                host, pid = await self._run(functools.partial(self._db.holder, session_id))
-        raise in_use(session_id, host, pid)
+                holder: tuple[str | None, int | None] = await self._run(functools.partial(self._db.holder, session_id))
+        raise in_use(session_id, *holder)
 
     async def release(self, session_id: str) -> None:
         """Give the lock back now (idempotent)."""

@@ -104,18 +104,20 @@ class Statements:
         """The prefix of this schema's session lock keys."""
         return f"session/{self.schema}/"
 
-    def append(self) -> sql.Composed:
-        """One fenced batch: rows go in only if the epoch is current and the batch continues the log."""
+    def advance(self) -> sql.Composed:
+        """The fence: moves the stored count on only if the epoch is current and the batch continues the log.
+
+        It locks the session's row until the transaction ends, so the rows copied after it go in
+        under the same check.
+        """
         return self._q(
-            "WITH claim AS ("
-            " UPDATE {s}.dsh_sessions SET events = %(end)s, modified = now(),"
+            "UPDATE {s}.dsh_sessions SET events = %(end)s, modified = now(),"
             " turns = turns + %(turns)s, title = COALESCE(title, %(title)s)"
-            " WHERE id = %(id)s AND epoch = %(epoch)s AND events = %(first)s RETURNING id)"
-            " INSERT INTO {s}.dsh_events (session_id, seq, type, time, data)"
-            " SELECT claim.id, %(first)s + e.ord - 1, e.type, e.time, e.data::json"
-            " FROM claim, unnest(%(types)s::text[], %(times)s::float8[], %(datas)s::text[])"
-            " WITH ORDINALITY AS e(type, time, data, ord)"
+            " WHERE id = %(id)s AND epoch = %(epoch)s AND events = %(first)s"
         )
+
+    def copy_events(self) -> sql.Composed:
+        return self._q("COPY {s}.dsh_events (session_id, seq, type, time, data) FROM STDIN")
 
     def state(self) -> sql.Composed:
         return self._q("SELECT epoch, events, owner_host, owner_pid FROM {s}.dsh_sessions WHERE id = %s")

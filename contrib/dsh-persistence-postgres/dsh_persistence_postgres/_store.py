@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 import anyio
@@ -275,7 +275,7 @@ class PostgresSessionStore:
             self._writer.mark(journal)
 
     async def _open(
-        self, session: Session, snapshot: list[SessionEvent], reservation: _Reservation | None
+        self, session: Session, snapshot: Sequence[SessionEvent], reservation: _Reservation | None
     ) -> Claim:
         session_id = session.id
         if reservation is not None:
@@ -305,7 +305,7 @@ class PostgresSessionStore:
             raise
 
     @staticmethod
-    def _continues(snapshot: list[SessionEvent], count: int, last: SessionEvent | None) -> bool:
+    def _continues(snapshot: Sequence[SessionEvent], count: int, last: SessionEvent | None) -> bool:
         return count <= len(snapshot) and (last is None or snapshot[count - 1] == last)
 
     def _conflict(self, session_id: str, count: int) -> SessionConflictError:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 import anyio
@@ -85,7 +86,7 @@ class Journal:
     def session_id(self) -> str:
         return self.session.id
 
-    def opened(self, claim: Claim, snapshot: list[SessionEvent]) -> None:
+    def opened(self, claim: Claim, snapshot: Sequence[SessionEvent]) -> None:
         """Adopt the owner epoch; what the stored log lacks of ``snapshot`` goes first."""
         self.epoch, self.written, self.titled = claim.epoch, claim.count, claim.titled
         self.pending[:0] = snapshot[claim.count :]

@@ -1,0 +1,204 @@
+"""What a shared database costs: persistence-postgres against persistence-jsonl and the in-memory harness.
+
+Prints, from one run on one machine: the loop's cost per text step (turns of 100 steps) in memory,
+with JSONL and with PostgreSQL, as ratios to in-memory (budget: PostgreSQL <= x1.5); the resume
+of a 100k-event session with each backend (budget: PostgreSQL <= 2x JSONL); and, for the choice
+of driver, one fenced 10-event append through psycopg's sync API from a worker thread
+(``anyio.to_thread``, what the plugin does: it works on asyncio and trio) against psycopg's
+asyncio-only ``AsyncConnection``.
+
+The server is a throwaway cluster (``dsh_persistence_postgres.testing``) on a Unix socket, with
+PostgreSQL's default durability (``fsync``, ``synchronous_commit`` on); the JSONL store lives in
+``$TMPDIR``. Figures only, never asserted.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import psycopg
+import sniffio
+from dsh_persistence_jsonl import PersistencePlugin as JsonlPlugin
+from dsh_persistence_postgres import PersistencePlugin as PostgresPlugin
+from dsh_persistence_postgres._schema import Statements, ensure_schema
+from dsh_persistence_postgres.testing import temporary_postgres
+
+from dsh_core import AgentOptions, ContinuationDecision, Harness, Text, UserMessage, hookimpl
+from dsh_core._content import AssistantMessage
+from dsh_core.llm import Finish, TextDelta
+from dsh_core.testing import ScriptedModel
+
+OPTIONS = AgentOptions(model="scripted/bench")
+
+#: a backend: () -> (plugins, config), or None for in memory
+Backend = Callable[[], tuple[list[object], dict[str, Any]]] | None
+
+
+class KeepGoing:
+    """Continue every turn until step ``steps``: a turn of many text steps measures the step alone."""
+
+    def __init__(self, steps: int) -> None:
+        self.steps = steps
+
+    @hookimpl
+    def dsh_agent_turn_continuation(self, step: int) -> ContinuationDecision | None:
+        return ContinuationDecision(action="continue") if step < self.steps else None
+
+
+def harness(backend: Backend, *plugins: object) -> Harness:
+    if backend is None:
+        return Harness(autoload=False, plugins=plugins)
+    mine, config = backend()
+    return Harness(config=config, plugins=[*mine, *plugins], autoload=False)
+
+
+async def step_cost(backend: Backend, steps: int = 100, turns: int = 10) -> float:
+    """Seconds per text step, in turns of ``steps`` steps (the turn-end flush is shared by the
+    turn's steps, as in real use); best of 3 agents, GC paused while timing."""
+    model = ScriptedModel()
+    best = float("inf")
+    async with harness(backend, KeepGoing(steps)) as ctx:
+        ctx.llm.register_adapter("scripted", model)
+        for repeat in range(3):
+            async with await ctx.agents.create(f"steps-{repeat}", agent_options=OPTIONS) as handle:
+                model.add(*([ScriptedModel.text("answer")] * steps * turns))
+                await handle.agent.run("warm up")  # the first turn pays for creating the log
+                model.add(*([ScriptedModel.text("answer")] * steps))
+                gc.disable()
+                start = time.perf_counter()
+                for _ in range(turns):
+                    await handle.agent.run("go")
+                elapsed = time.perf_counter() - start
+                gc.enable()
+            best = min(best, elapsed / (steps * turns))
+    return best
+
+
+async def build_session(backend: Backend, session_id: str, events: int) -> None:
+    """A stored session of about ``events`` events: turns of a prompt, a streamed answer of 40 chunks."""
+    async with harness(backend) as ctx:
+        session = await ctx.sessions.create(session_id)
+        turn = 0
+        while len(session.events) < events:
+            turn += 1
+            prompt = UserMessage(content=(Text(f"question {turn}"),))
+            session.append("inbox/queued", {"id": f"q{turn}", "kind": "send", "message": prompt.to_json()})
+            session.append("turn/start", {"turn": turn})
+            session.append("user/message", {"message": prompt.to_json(), "queued_id": f"q{turn}"})
+            session.append("step/start", {"turn": turn, "step": 1})
+            for _ in range(40):
+                session.append(
+                    "assistant/chunk", {"turn": turn, "step": 1, "chunk": TextDelta(0, "word ").to_json()}
+                )
+            session.append("assistant/chunk", {"turn": turn, "step": 1, "chunk": Finish("stop").to_json()})
+            answer = AssistantMessage(content=(Text("word " * 40),), provider="scripted", model="bench")
+            session.append("assistant/message", {"turn": turn, "step": 1, "message": answer.to_json()})
+            session.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+            if turn % 100 == 0:
+                await ctx.sessions.flush(session)
+
+
+async def resume_cost(backend: Backend, events: int) -> tuple[int, float, float]:
+    """(events, seconds for load(), for ctx.agents.resume()) of a stored session; best of 3."""
+    session_id = f"resume-{events}"
+    await build_session(backend, session_id, events)
+    loads, resumes = [], []
+    count = 0
+    for _ in range(3):
+        gc.collect()
+        async with harness(backend) as ctx:
+            start = time.perf_counter()
+            loaded = await ctx.session_persistence.load(session_id)
+            loads.append(time.perf_counter() - start)
+            count = len(loaded.events)
+        async with harness(backend) as ctx:
+            ctx.llm.register_adapter("scripted", ScriptedModel())
+            start = time.perf_counter()
+            handle = await ctx.agents.resume(session_id, agent_options=OPTIONS)
+            resumes.append(time.perf_counter() - start)
+            await handle.dispose()
+    return count, min(loads), min(resumes)
+
+
+def _driver_setup(dsn: str, schema: str) -> Statements:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        ensure_schema(conn, schema, "bench")
+    return Statements(schema)
+
+
+async def driver_cost(dsn: str, schema: str, count: int = 500) -> tuple[float, float | None]:
+    """Seconds per round trip of the write fence (an UPDATE that matches no row, so no commit waits
+    for the disk): sync psycopg from a worker thread, and psycopg's AsyncConnection (asyncio only)."""
+    statements = await anyio.to_thread.run_sync(_driver_setup, dsn, schema)
+    query = statements.advance()
+    params = {"id": "none", "epoch": 1, "first": 0, "end": 1, "turns": 0, "title": None}
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for _ in range(20):  # warm up (and let psycopg prepare the statement)
+            await anyio.to_thread.run_sync(conn.execute, query, params)
+        start = time.perf_counter()
+        for _ in range(count):
+            await anyio.to_thread.run_sync(conn.execute, query, params)
+        threaded = (time.perf_counter() - start) / count
+    if sniffio.current_async_library() != "asyncio":
+        return threaded, None
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as aconn:
+        for _ in range(20):
+            await aconn.execute(query, params)
+        start = time.perf_counter()
+        for _ in range(count):
+            await aconn.execute(query, params)
+        native = (time.perf_counter() - start) / count
+    return threaded, native
+
+
+async def main(dsn: str, backend_name: str) -> None:
+    with tempfile.TemporaryDirectory(prefix="dsh-bench-") as temp:
+        root = Path(temp)
+        schema = f"bench_{backend_name}"
+
+        def jsonl() -> tuple[list[object], dict[str, Any]]:
+            return [JsonlPlugin()], {"plugins": {"persistence-jsonl": {"root": str(root / "jsonl")}}}
+
+        def postgres() -> tuple[list[object], dict[str, Any]]:
+            return [PostgresPlugin()], {"plugins": {"persistence-postgres": {"dsn": dsn, "schema": schema}}}
+
+        plain = await step_cost(None)
+        on_jsonl = await step_cost(jsonl)
+        on_postgres = await step_cost(postgres)
+        jsonl_resume = await resume_cost(jsonl, 100_000)
+        postgres_resume = await resume_cost(postgres, 100_000)
+        threaded, native = await driver_cost(dsn, schema)
+    print(f"text step, in memory                 {plain * 1e6:8.1f} us")
+    print(f"text step, persistence-jsonl         {on_jsonl * 1e6:8.1f} us   x{on_jsonl / plain:.2f}  (turns of 100 steps)")
+    print(
+        f"text step, persistence-postgres      {on_postgres * 1e6:8.1f} us   x{on_postgres / plain:.2f}  budget <= x1.50"
+        f"  (x{on_postgres / on_jsonl:.2f} of jsonl)"
+    )
+    count, load, resume = jsonl_resume
+    print(f"resume of {count} events, jsonl     {resume * 1e3:8.1f} ms   (load() alone {load * 1e3:.1f} ms)")
+    count, pg_load, pg_resume = postgres_resume
+    print(
+        f"resume of {count} events, postgres  {pg_resume * 1e3:8.1f} ms   {pg_resume / resume:.2f}x jsonl, budget <= 2x"
+        f"  (load() alone {pg_load * 1e3:.1f} ms, {pg_load / load:.2f}x)"
+    )
+    line = f"fence round trip, sync psycopg in a worker thread {threaded * 1e6:7.1f} us"
+    if native is not None:
+        line += f"; psycopg AsyncConnection (asyncio only) {native * 1e6:.1f} us"
+    print(line)
+    print(f"(server on a Unix socket, fsync on; jsonl in {tempfile.gettempdir()}; {os.uname().sysname}, Python {sys.version.split()[0]})")
+
+
+if __name__ == "__main__":
+    with temporary_postgres() as server:
+        for backend in ("asyncio", "trio"):
+            print(f"--- {backend}")
+            anyio.run(main, server.dsn, backend, backend=backend)

@@ -1,0 +1,158 @@
+"""The plugin's front: exports, entry point, configuration and DSN checks, the versioned schema."""
+
+from __future__ import annotations
+
+import logging
+
+import anyio
+import dsh_persistence_postgres
+import importlib_metadata
+import pytest
+from dsh_persistence_postgres import (
+    SCHEMA_VERSION,
+    DatabaseError,
+    PersistencePlugin,
+    PostgresSessionStore,
+    SessionFormatError,
+)
+
+from dsh_core import ConfigError, Harness
+
+from .postgres_kit import Database, HarnessFactory
+
+pytestmark = pytest.mark.anyio
+
+
+def test_front_is_exact() -> None:
+    """The package exports exactly its public names (ruff keeps `__all__` sorted)."""
+    public = {name for name in vars(dsh_persistence_postgres) if name.isidentifier() and not name.startswith("_")}
+    public -= {"testing", "pytest_plugin"}  # public submodules, imported by the test run
+    assert set(dsh_persistence_postgres.__all__) == public
+
+
+def test_entry_point_names_the_plugin() -> None:
+    """Entry point `persistence-postgres` in group `dsh` loads PersistencePlugin."""
+    (entry,) = [ep for ep in importlib_metadata.entry_points(group="dsh") if ep.name == "persistence-postgres"]
+    assert entry.load() is PersistencePlugin
+
+
+async def start(config: dict[str, object]) -> None:
+    async with Harness(config={"plugins": {"persistence-postgres": config}}, plugins=[PersistencePlugin()], autoload=False):
+        pass
+
+
+@pytest.mark.parametrize(
+    ("table", "problem"),
+    [
+        ({"batch_delay": -1}, "batch_delay must be a number of seconds >= 0"),
+        ({"schema": ""}, "schema must be a PostgreSQL schema name"),
+        ({"connections": 0}, "connections must be a whole number"),
+        ({"dsn": ""}, "dsn must be a libpq connection string"),
+        ({"flush": True}, "flush"),
+    ],
+)
+async def test_bad_config_names_the_key(table: dict[str, object], problem: str) -> None:
+    """Bad values and unknown keys are refused at start, naming the plugin's table."""
+    with pytest.raises(ConfigError, match=problem) as caught:
+        await start({"dsn": "host=/nowhere", **table})
+    assert "persistence-postgres" in caught.value.path
+
+
+async def test_no_dsn_is_a_start_up_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without `dsn` and without $DSH_POSTGRES_DSN the plugin does not start, and says what to set."""
+    monkeypatch.delenv("DSH_POSTGRES_DSN", raising=False)
+    with pytest.raises(ConfigError, match=r"set plugins\.persistence-postgres\.dsn .* or the DSH_POSTGRES_DSN"):
+        await start({})
+
+
+async def test_dsn_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch, db: Database) -> None:
+    """$DSH_POSTGRES_DSN is used when the table has no `dsn`."""
+    monkeypatch.setenv("DSH_POSTGRES_DSN", db.dsn)
+    config = {"plugins": {"persistence-postgres": {"schema": db.schema}}}
+    async with Harness(config=config, plugins=[PersistencePlugin()], autoload=False) as ctx:
+        store = ctx.session_persistence
+        assert isinstance(store, PostgresSessionStore)
+        await ctx.sessions.create("from-env")
+        assert await store.exists("from-env")
+
+
+@pytest.mark.parametrize(
+    "dsn",
+    [
+        "host=/nonexistent/dsh-socket port=5432 user=dsh password=s3cret-Pa55 dbname=x connect_timeout=2",
+        "postgresql://dsh:s3cret-Pa55@localhost:1/x?connect_timeout=2",
+        "postgresql://dsh:s3cret-Pa55@[not a host",  # not even a valid URL
+    ],
+)
+async def test_the_password_never_appears_in_errors_or_logs(
+    dsn: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that cannot be reached, or a DSN that cannot be parsed: the error names the server, not the password."""
+    caplog.set_level(logging.DEBUG)
+    monkeypatch.setenv("DSH_POSTGRES_DSN", dsn)
+    with pytest.raises((DatabaseError, ConfigError)) as caught:
+        await start({})
+    seen = [str(caught.value), repr(caught.value), *(str(a) for a in caught.value.args)]
+    cause = caught.value.__cause__ or caught.value.__context__
+    seen += [str(cause)] if cause is not None else []
+    seen += [record.getMessage() for record in caplog.records]
+    assert all("s3cret-Pa55" not in text for text in seen), seen
+    if isinstance(caught.value, DatabaseError):
+        assert "dsh@" in str(caught.value)
+
+
+async def test_schema_is_created_on_first_use_by_concurrent_starts(db: Database, harness: HarnessFactory) -> None:
+    """Five harnesses starting at once on an empty schema create it once, with one version row."""
+
+    async def one() -> None:
+        async with harness():
+            pass
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(5):
+            tg.start_soon(one)
+    assert db.query("SELECT version FROM {s}.dsh_schema") == [(SCHEMA_VERSION,)]
+    columns = db.query(
+        "SELECT column_name FROM information_schema.columns WHERE table_schema = %s AND table_name = 'dsh_events'"
+        " ORDER BY ordinal_position",
+        db.schema,
+    )
+    assert [name for (name,) in columns] == ["session_id", "seq", "type", "time", "data"]
+
+
+async def test_another_schema_version_refuses_to_start(db: Database, harness: HarnessFactory) -> None:
+    """Tables of another version: the start fails naming both versions, and nothing is changed."""
+    async with harness():
+        pass
+    db.query("UPDATE {s}.dsh_schema SET version = 7")
+    with pytest.raises(SessionFormatError, match=rf"version 7, and this dsh-persistence-postgres uses version {SCHEMA_VERSION}") as caught:
+        async with harness():
+            pass
+    assert (caught.value.version, caught.value.expected) == (7, SCHEMA_VERSION)
+    assert db.query("SELECT version FROM {s}.dsh_schema") == [(7,)]
+
+
+async def test_sessions_live_before_start_are_followed(db: Database) -> None:
+    """A session entered before the plugin started is persisted from its first event."""
+
+    class Marker:
+        name = "early-marker"
+        provides = ("early_marker",)
+        requires = ("sessions",)
+
+        async def start(self, ctx: object) -> None:
+            ctx.provide("early_marker", object())  # type: ignore[attr-defined]
+            session = await ctx.sessions.create("early")  # type: ignore[attr-defined]
+            session.append("note/before", {})
+
+    class Late(PersistencePlugin):
+        uses = ("sessions", "early_marker")  # start after Marker
+
+    config = {"plugins": {"persistence-postgres": {"dsn": db.dsn, "schema": db.schema}}}
+    async with Harness(config=config, plugins=[Marker(), Late()], autoload=False) as ctx:
+        session = ctx.sessions.get("early")
+        assert session is not None
+        session.append("note/after", {})
+        await ctx.sessions.flush(session)
+    rows = db.query("SELECT type FROM {s}.dsh_events WHERE session_id = 'early' ORDER BY seq")
+    assert rows == [("note/before",), ("note/after",)]

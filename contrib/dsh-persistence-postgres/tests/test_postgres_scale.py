@@ -1,0 +1,92 @@
+"""Many sessions at once, a server connection that drops, and the §9.1 inbox write that skips the window."""
+
+from __future__ import annotations
+
+import threading
+
+import anyio
+import anyio.to_thread
+import pytest
+from dsh_persistence_postgres import SessionWriteError
+from dsh_persistence_postgres._database import Database as StoreDatabase
+
+from dsh_core import AgentOptions, Text, UserMessage
+from dsh_core.testing import ScriptedModel
+
+from .postgres_kit import Database, HarnessFactory
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_hundred_agents_append_concurrently(harness: HarnessFactory, db: Database) -> None:
+    """100 agents running turns at once all store their whole logs, with no error and no gap."""
+    model = ScriptedModel([ScriptedModel.text(f"answer {index}") for index in range(300)])
+    logs: dict[str, int] = {}
+    async with harness(model, batch_delay=0.01) as ctx:
+
+        async def converse(index: int) -> None:
+            async with await ctx.agents.create(f"many-{index}", agent_options=AgentOptions(model="scripted/x")) as handle:
+                for turn in range(3):
+                    outcome = await handle.agent.run(f"prompt {turn}")
+                    assert outcome.kind == "completed"
+                logs[handle.agent.id] = len(handle.agent.session.events)
+
+        with anyio.fail_after(120):
+            async with anyio.create_task_group() as tg:
+                for index in range(100):
+                    tg.start_soon(converse, index)
+    stored = dict(db.query("SELECT session_id, count(*) FROM {s}.dsh_events GROUP BY session_id"))
+    assert stored == logs
+    assert len(stored) == 100
+    gaps = db.query(
+        "SELECT session_id FROM {s}.dsh_events GROUP BY session_id HAVING max(seq) + 1 <> count(*)"
+    )
+    assert gaps == []
+    assert db.query("SELECT count(*) FROM {s}.dsh_sessions WHERE turns = 3 AND events > 0") == [(100,)]
+
+
+async def test_a_dropped_connection_fails_the_flush_and_the_next_one_recovers(
+    harness: HarnessFactory, db: Database
+) -> None:
+    """The server ends every pool connection: the flush says so, keeps the events, and a later flush stores them."""
+    async with harness(batch_delay=3600, table={"connections": 1}) as ctx:
+        session = await ctx.sessions.create("dropped")
+        await ctx.sessions.flush(session)
+        store = ctx.session_persistence
+        holders = set(db.lock_holders("dropped"))
+        db.query(
+            "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity"
+            " WHERE usename = current_user AND pid <> pg_backend_pid() AND NOT pid = ANY(%s)",
+            list(holders),
+        )
+        session.append("note/a", {})
+        with pytest.raises(SessionWriteError, match=r"1 events are not stored yet") as caught:
+            await ctx.sessions.flush(session)
+        assert store.server in str(caught.value)
+        session.append("note/b", {})
+        await ctx.sessions.flush(session)  # the pool reconnected
+    rows = db.query("SELECT seq, type FROM {s}.dsh_events WHERE session_id = 'dropped' ORDER BY seq")
+    assert rows == [(0, "note/a"), (1, "note/b")]
+
+
+async def test_inbox_records_are_committed_without_waiting_for_the_window(
+    harness: HarnessFactory, db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """inbox/queued is committed at once even with a window that never closes (§9.1)."""
+    committed = threading.Event()
+    real_append = StoreDatabase.append
+
+    def append(self: StoreDatabase, *args: object, **kwargs: object) -> bool:
+        result = real_append(self, *args, **kwargs)  # type: ignore[arg-type]
+        committed.set()
+        return result
+
+    monkeypatch.setattr(StoreDatabase, "append", append)
+    prompt = UserMessage(content=(Text("keep me"),))
+    async with harness(batch_delay=3600) as ctx:
+        session = await ctx.sessions.create("urgent")
+        session.append("note/before", {})
+        session.append("inbox/queued", {"id": "q1", "kind": "send", "message": prompt.to_json()})
+        assert await anyio.to_thread.run_sync(committed.wait, 10)
+        rows = db.query("SELECT type FROM {s}.dsh_events WHERE session_id = 'urgent' ORDER BY seq")
+        assert rows == [("note/before",), ("inbox/queued",)]
