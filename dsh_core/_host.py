@@ -8,6 +8,10 @@ A plugin is any object (or class, instantiated with no arguments, or module) tha
 * ``hookspecs`` — a module or class declaring extra events with ``@hookspec``;
 * ``start(ctx)`` and ``stop()`` — sync or async; everything registered through ``ctx`` is undone
   when the plugin stops, so most plugins need no ``stop``;
+* ``autoload = False`` — an opt-in plugin: installed, it starts only when its ``[plugins.<name>]``
+  table is in the configuration (or it is given explicitly), and then a discovered plugin without
+  a table that provides one of the same services stands aside (an alternative backend replacing
+  the default one, e.g. ``persistence-postgres`` for ``persistence-jsonl``);
 * ``@hookimpl`` methods — registered for the plugin's whole life.
 """
 
@@ -91,6 +95,28 @@ def _plugin_name(plugin: object) -> str:
     if isinstance(plugin, ModuleType):
         return plugin.__name__
     return type(plugin).__name__
+
+
+def _autoloads(plugin: object) -> bool:
+    return getattr(plugin, "autoload", True) is not False
+
+
+def _stand_aside(candidates: dict[str, _Candidate], tables: Mapping[str, Any]) -> None:
+    """Drop each discovered, unconfigured plugin that provides a service an opt-in plugin in use provides."""
+    for chosen in [c for c in candidates.values() if not _autoloads(c.plugin)]:
+        wanted = set(chosen.services("provides"))
+        for other in list(candidates.values()):
+            if other is chosen or other.distribution is None or other.name in tables:
+                continue
+            shared = wanted & set(other.services("provides"))
+            if shared:
+                logger.info(
+                    "plugin %r stands aside: %r is configured and provides %s",
+                    other.name,
+                    chosen.name,
+                    ", ".join(sorted(shared)),
+                )
+                del candidates[other.name]
 
 
 def installed_plugins() -> list[PluginInfo]:
@@ -177,7 +203,7 @@ class Harness:
             raise RuntimeError(msg)
         self._state = _State.RUNNING
         plugin_tables, blocked = self._plugin_tables()
-        candidates, installed = self._candidates(blocked)
+        candidates, installed = self._candidates(blocked, plugin_tables)
         for key in plugin_tables:
             if key not in candidates and key not in installed:
                 known = ", ".join(sorted(candidates)) or "none"
@@ -223,7 +249,9 @@ class Harness:
         blocked = set(disable) | {name.strip() for name in from_env.split(",") if name.strip()}
         return tables, blocked
 
-    def _candidates(self, blocked: set[str]) -> tuple[dict[str, _Candidate], dict[str, Any]]:
+    def _candidates(
+        self, blocked: set[str], tables: Mapping[str, Any]
+    ) -> tuple[dict[str, _Candidate], dict[str, Any]]:
         candidates: dict[str, _Candidate] = {}
         installed: dict[str, Any] = {}
         for ep in importlib_metadata.entry_points(group=ENTRY_POINT_GROUP):
@@ -237,6 +265,8 @@ class Harness:
                 where = f"{dist.name} {dist.version}" if dist else "an unknown distribution"
                 msg = f"plugin {ep.name!r} ({ep.value}, from {where}) failed to load: {exc!r}"
                 raise PluginError(msg, plugin=ep.name) from exc
+            if not _autoloads(plugin) and ep.name not in tables:
+                continue  # opt-in: only when configured
             candidates[ep.name] = _Candidate(
                 ep.name, plugin, dist.name if dist else None, dist.version if dist else None
             )
@@ -249,6 +279,7 @@ class Harness:
                     suffix += 1
                 name = f"{name}#{suffix}"
             candidates[name] = _Candidate(name, plugin)
+        _stand_aside(candidates, tables)
         return candidates, installed
 
     def _start_order(self, candidates: list[_Candidate], installed: Mapping[str, Any]) -> list[_Candidate]:

@@ -106,6 +106,9 @@ class PersistencePlugin:
     """
 
     name = "persistence-postgres"
+    #: opt-in: started only when ``[plugins.persistence-postgres]`` is configured (then the default
+    #: ``persistence-jsonl`` stands aside), so installing it changes nothing by itself
+    autoload = False
     provides: tuple[str, ...] = ("session_persistence",)
     uses: tuple[str, ...] = ("sessions",)
     Config = PersistenceConfig

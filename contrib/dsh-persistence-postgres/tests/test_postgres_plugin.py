@@ -156,3 +156,22 @@ async def test_sessions_live_before_start_are_followed(db: Database) -> None:
         await ctx.sessions.flush(session)
     rows = db.query("SELECT type FROM {s}.dsh_events WHERE session_id = 'early' ORDER BY seq")
     assert rows == [("note/before",), ("note/after",)]
+
+
+async def test_installed_but_unconfigured_it_stays_out_of_the_way(tmp_path: object) -> None:
+    """With autoload on and no [plugins.persistence-postgres] table, the default JSONL store serves."""
+    from dsh_persistence_jsonl import JsonlSessionStore
+
+    config = {"plugins": {"persistence-jsonl": {"root": str(tmp_path)}}}
+    async with Harness(config=config) as ctx:
+        assert isinstance(ctx.session_persistence, JsonlSessionStore)
+
+
+async def test_configured_it_replaces_the_default_store(db: Database) -> None:
+    """With its table present (autoload on), it provides session_persistence and persistence-jsonl stands aside."""
+    config = {"plugins": {"persistence-postgres": {"dsn": db.dsn, "schema": db.schema}}}
+    harness = Harness(config=config)
+    async with harness as ctx:
+        assert isinstance(ctx.session_persistence, PostgresSessionStore)
+        assert "persistence-postgres" in harness.plugin_names
+        assert "persistence-jsonl" not in harness.plugin_names
