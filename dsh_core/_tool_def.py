@@ -79,6 +79,12 @@ def _check_parallel_safe(_instance: object, _attribute: object, value: object) -
         raise TypeError(msg)
 
 
+def _check_read_only(_instance: object, _attribute: object, value: object) -> None:
+    if type(value) is not bool:
+        msg = f"tool read_only must be a bool, got {type(value).__name__} {value!r}"
+        raise TypeError(msg)
+
+
 def _freeze_parameters(value: Mapping[str, Any]) -> FrozenDict:
     frozen = freeze_json_object(value, where="Tool", root="parameters")
     kind = frozen.get("type", "object")
@@ -100,7 +106,8 @@ class Tool:
     a parameter annotated ``ToolExecution`` receives the execution (cwd, signal, agent). It
     returns a ``str`` (one text block), a sequence of content blocks, or any JSON value (sent as
     JSON text). ``timeout`` is in seconds; ``parallel_safe`` says whether a call may run
-    alongside others (a callable decides from the parsed arguments).
+    alongside others (a callable decides from the parsed arguments). ``read_only`` declares that
+    the tool changes nothing (the permissions plugin's ``read-only`` mode lets such tools run).
     """
 
     name: str = attrs.field(validator=_check_name)
@@ -109,6 +116,7 @@ class Tool:
     parameters: Mapping[str, Any] = attrs.field(factory=_empty_parameters, converter=_freeze_parameters)
     parallel_safe: ParallelSafe = attrs.field(default=False, validator=_check_parallel_safe)
     timeout: float | None = attrs.field(default=None, validator=_check_timeout)
+    read_only: bool = attrs.field(default=False, validator=_check_read_only)
     _invoker: _Invoker = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
@@ -213,6 +221,7 @@ def tool(
     description: str | None = None,
     parallel_safe: ParallelSafe = False,
     timeout: float | None = None,
+    read_only: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -224,6 +233,7 @@ def tool(
     description: str | None = None,
     parallel_safe: ParallelSafe = False,
     timeout: float | None = None,
+    read_only: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a ``Tool`` from a typed ``def`` or ``async def``; usable bare or with options.
 
@@ -245,6 +255,7 @@ def tool(
             function=fn,
             parallel_safe=parallel_safe,
             timeout=timeout,
+            read_only=read_only,
         )
 
     return decorate if function is None else decorate(function)

@@ -1,6 +1,7 @@
 """The ``permissions`` service: each agent's mode (plan mode), the verdict on a call, outside paths.
 
-Modes set the baseline: ``read-only`` allows only the read tools, ``workspace-write`` and
+Modes set the baseline: ``read-only`` allows only the read tools (the built-in ``READ_TOOLS`` and
+any tool registered with ``read_only=True``), ``workspace-write`` and
 ``full-access`` allow every tool. Rules then deny, ask or allow (see ``_rules``). Paths outside
 the workspace are a second question, asked by the workspace tools through ``allows_outside``:
 ``full-access`` allows them, the other modes only when an allow rule (or an ask rule the call
@@ -179,7 +180,7 @@ class Permissions:
     def baseline(self, name: str, agent_id: str | None) -> Verdict:
         """What the agent's mode alone says about a call of tool ``name``."""
         mode = self.mode_for(agent_id)
-        if mode != "read-only" or name in READ_TOOLS:
+        if mode != "read-only" or name in READ_TOOLS or self._declared_read_only(name, agent_id):
             return _ALLOW
         switched = " (switched for this agent, e.g. plan mode)" if agent_id in self._modes else ""
         reason = (
@@ -187,6 +188,12 @@ class Permissions:
             f"({', '.join(sorted(READ_TOOLS))}) may run, and {name!r} is not one of them"
         )
         return Verdict("deny", reason)
+
+    def _declared_read_only(self, name: str, agent_id: str | None) -> bool:
+        """Whether the tool as this agent sees it is marked ``read_only`` (e.g. an MCP tool with readOnlyHint)."""
+        tools = self._ctx.get_service("tools")
+        found: Tool | None = tools.get(name, agent_id) if tools is not None else None
+        return found is not None and found.read_only
 
     async def check(self, execution: ToolExecution) -> Verdict:
         """The verdict on one call: the mode's baseline with the rules applied."""
