@@ -45,6 +45,8 @@ ServerState: TypeAlias = Literal["disabled", "starting", "running", "failed", "d
 
 #: how much of a stdio server's stderr a failure quotes
 _STDERR_TAIL = 600
+#: seconds a graceful close may take before the owner's cancellation cuts it short
+_CLOSE_WITHIN = 10.0
 #: pages of tools/list read at most (a server that paginates forever cannot hang a start)
 _MAX_PAGES = 100
 
@@ -142,6 +144,9 @@ class ServerConnection:
         #: no restart before this time (anyio clock)
         self._retry_at = 0.0
         self._stderr: TextIO | None = None
+        self._closing = False
+        #: set when the run task has finished
+        self._done = anyio.Event()
 
     # ------------------------------------------------------------------ status
 
@@ -170,9 +175,9 @@ class ServerConnection:
     # ------------------------------------------------------------------ the owner task
 
     async def run(self) -> None:
-        """Serve sessions until cancelled: one now, and another each time a call asks for a restart."""
+        """Serve sessions until closed: one now, and another each time a call asks for a restart."""
         try:
-            while True:
+            while not self._closing:
                 await self._session()
                 await self._restart.wait()
                 self._restart = anyio.Event()
@@ -180,6 +185,19 @@ class ServerConnection:
             self._state = "stopped"
             self._client = None
             self._settled.set()  # nobody waits for a start that will never come
+            self._done.set()
+
+    async def close(self) -> None:
+        """End the session without cancelling it, so that the SDK closes it properly.
+
+        A stdio server gets its stdin closed and a moment to exit; an HTTP session is ended with
+        ``DELETE``. Bounded: the owner's task cancellation that follows cuts anything left.
+        """
+        self._closing = True
+        self._lost.set()
+        self._restart.set()
+        with anyio.move_on_after(_CLOSE_WITHIN, shield=True):
+            await self._done.wait()
 
     async def _session(self) -> None:
         self._state = "starting"
@@ -221,6 +239,8 @@ class ServerConnection:
             tail = self._read_tail(stderr)
             if stderr is not None:
                 stderr.close()
+        if self._closing:
+            return
         if started:
             if self._state == "running":  # it ended without a call noticing: report it here
                 self._mark_lost(cause or "the connection ended", tail)
@@ -238,7 +258,8 @@ class ServerConnection:
                 and capabilities.list_changed
             ):
                 tg.start_soon(self._listen, client)
-            await self._lost.wait()
+            if not self._closing:
+                await self._lost.wait()
             tg.cancel_scope.cancel()
 
     async def _listen(self, client: Client) -> None:

@@ -59,6 +59,7 @@ class McpService:
         ctx.effect(forget)
         if config.enabled:
             ctx.start_task(connection.run, name=f"mcp server {name}")
+            ctx.effect(connection.close)  # undone first (LIFO): a graceful close before the task's cancel
             await connection.wait_started()
         return connection
 
