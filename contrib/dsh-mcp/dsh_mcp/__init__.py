@@ -2,11 +2,11 @@
 
 from ._config import McpConfig as McpConfig
 from ._config import ServerConfig as ServerConfig
-from ._connection import Backoff as Backoff
-from ._connection import ServerState as ServerState
-from ._connection import ServerStatus as ServerStatus
 from ._plugin import McpPlugin as McpPlugin
 from ._service import McpView as McpView
+from ._status import Backoff as Backoff
+from ._status import ServerState as ServerState
+from ._status import ServerStatus as ServerStatus
 from ._tools import dsh_tool_name as dsh_tool_name
 
 __all__ = [

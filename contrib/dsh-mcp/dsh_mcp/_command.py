@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
-    from ._connection import ServerStatus
+    from ._status import ServerStatus
 
 __all__ = ["add_arguments", "help", "render", "run"]
 
@@ -75,7 +75,10 @@ async def run(args: argparse.Namespace) -> int:
             raise dsh_cli.CliError("the mcp plugin is not loaded", hint="check plugins.disable")  # type: ignore[attr-defined]
         statuses = mcp.servers()
         read_only = {
-            name for status in statuses for name in status.tools if (tool := ctx.tools.get(name)) and tool.read_only
+            name
+            for status in statuses
+            for name in status.tools
+            if (tool := ctx.tools.get(name)) and tool.read_only
         }
     render(statuses, read_only, sys.stdout, as_json=bool(getattr(args, "json", False)))
     return 1 if any(status.state == "failed" for status in statuses) else 0

@@ -21,10 +21,9 @@ import os
 import tempfile
 from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
-from typing import IO, Any, Literal, TextIO, TypeAlias, cast
+from typing import IO, Any, TextIO, cast
 
 import anyio
-import attrs
 import mcp_types
 from mcp import Client, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -34,14 +33,13 @@ from dsh_core import Context, ScopeDisposedError, Tool, ToolResult
 
 from ._config import ServerConfig
 from ._results import error_result, to_tool_result
+from ._status import Backoff, ServerState, ServerStatus
 from ._tools import dsh_tool
 from ._transport import open_transport
 
-__all__ = ["Backoff", "ServerConnection", "ServerState", "ServerStatus"]
+__all__ = ["ServerConnection"]
 
 logger = logging.getLogger("dsh.mcp")
-
-ServerState: TypeAlias = Literal["disabled", "starting", "running", "failed", "dead", "stopped"]
 
 #: how much of a stdio server's stderr a failure quotes
 _STDERR_TAIL = 600
@@ -49,37 +47,6 @@ _STDERR_TAIL = 600
 _CLOSE_WITHIN = 10.0
 #: pages of tools/list read at most (a server that paginates forever cannot hang a start)
 _MAX_PAGES = 100
-
-
-@attrs.frozen(kw_only=True)
-class Backoff:
-    """Seconds between restarts of a server that keeps failing: ``initial``, doubling up to ``maximum``."""
-
-    initial: float = 1.0
-    maximum: float = 30.0
-
-    def delay(self, failures: int) -> float:
-        """The wait after ``failures`` consecutive failed (re)starts (1 or more)."""
-        return float(min(self.initial * 2.0 ** max(failures - 1, 0), self.maximum))
-
-
-@attrs.frozen(kw_only=True)
-class ServerStatus:
-    """What ``dsh mcp`` and ``ctx.mcp.servers()`` show about one server."""
-
-    name: str
-    transport: Literal["stdio", "http"]
-    state: ServerState
-    #: the dsh names of its registered tools, sorted
-    tools: tuple[str, ...]
-    #: why it failed or died (``None`` while it runs)
-    error: str | None
-    #: the agent it belongs to, or ``None`` for a server of the configuration
-    agent_id: str | None
-    #: the negotiated protocol version, once connected
-    protocol_version: str | None = None
-    #: the server's own name and version, when it gave them
-    server_info: str | None = None
 
 
 def _client_info() -> mcp_types.Implementation:

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, ClassVar
 import anyio
 
 from ._config import McpConfig
-from ._connection import Backoff
 from ._service import McpService
+from ._status import Backoff
 
 if TYPE_CHECKING:
     from dsh_core import Context

@@ -15,10 +15,12 @@ import attrs
 from dsh_core import DuplicateRegistrationError
 
 from ._config import ServerConfig, check_server_name
-from ._connection import Backoff, ServerConnection, ServerStatus
+from ._status import Backoff, ServerStatus
 
 if TYPE_CHECKING:
     from dsh_core import Context
+
+    from ._connection import ServerConnection
 
 __all__ = ["McpService", "McpView"]
 
@@ -40,6 +42,8 @@ class McpService:
 
         :raises DuplicateRegistrationError: when that scope already has a server of that name.
         """
+        from ._connection import ServerConnection  # the SDK is imported when a server is first started
+
         check_server_name(name)
         if not isinstance(config, ServerConfig):
             msg = f"MCP server {name!r}: expected a ServerConfig, got {type(config).__name__}"

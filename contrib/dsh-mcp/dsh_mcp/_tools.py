@@ -10,11 +10,12 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final
-
-import mcp_types
+from typing import TYPE_CHECKING, Any, Final
 
 from dsh_core import Tool, ToolResult
+
+if TYPE_CHECKING:
+    import mcp_types
 
 __all__ = ["PREFIX", "dsh_tool", "dsh_tool_name"]
 

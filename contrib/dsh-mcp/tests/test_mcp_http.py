@@ -75,7 +75,9 @@ async def test_stopping_the_harness_closes_the_http_session(
     assert after[len(before) :] == ["DELETE -"]
 
 
-async def test_an_unreachable_http_server_is_one_warning(start: Start, caplog: pytest.LogCaptureFixture) -> None:
+async def test_an_unreachable_http_server_is_one_warning(
+    start: Start, caplog: pytest.LogCaptureFixture
+) -> None:
     """Nothing listening at the url: the harness starts, with one warning naming the server."""
     import socket
 

@@ -65,7 +65,9 @@ def test_result_blocks_of_every_kind() -> None:
 def test_structured_content_is_json_only_without_text() -> None:
     """structuredContent becomes JSON text when there is no text, and is left out when there is."""
     alone = to_tool_result(_result(content=[], structuredContent={"n": 1}), "t")
-    beside = to_tool_result(_result(content=[{"type": "text", "text": "one"}], structuredContent={"n": 1}), "t")
+    beside = to_tool_result(
+        _result(content=[{"type": "text", "text": "one"}], structuredContent={"n": 1}), "t"
+    )
     assert [json.loads(b.text) for b in alone.content if isinstance(b, Text)] == [{"n": 1}]
     assert beside.content == (Text("one"),)
 
@@ -95,7 +97,9 @@ def test_an_error_without_text_says_so() -> None:
 async def test_configuration_errors_name_the_problem(servers: dict[str, Any], problem: str) -> None:
     """A bad [plugins.mcp] table stops the harness with a ConfigError naming the key and the problem."""
     with pytest.raises(ConfigError) as raised:
-        async with Harness(config={"plugins": {"mcp": {"servers": servers}}}, plugins=[dsh_mcp.McpPlugin()], autoload=False):
+        async with Harness(
+            config={"plugins": {"mcp": {"servers": servers}}}, plugins=[dsh_mcp.McpPlugin()], autoload=False
+        ):
             pass
     assert problem in str(raised.value)
     assert "plugins.mcp" in str(raised.value)
@@ -121,7 +125,14 @@ def test_listing() -> None:
             protocol_version="2026-07-28",
             server_info="mcp-git 1.0",
         ),
-        ServerStatus(name="web", transport="http", state="failed", tools=(), error="ConnectError: refused", agent_id=None),
+        ServerStatus(
+            name="web",
+            transport="http",
+            state="failed",
+            tools=(),
+            error="ConnectError: refused",
+            agent_id=None,
+        ),
     ]
     out = io.StringIO()
     render(statuses, {"mcp__git__log"}, out)
