@@ -68,11 +68,11 @@ async def run(args: argparse.Namespace) -> int:
     """Start a harness from the usual configuration layers, list its MCP servers, stop it."""
     import dsh_cli
 
-    config = dsh_cli.config_from_args(args)  # type: ignore[attr-defined]  # until dsh-cli's helpers land
-    async with dsh_cli.open_harness(config) as ctx:  # type: ignore[attr-defined]
+    config = dsh_cli.config_from_args(args)
+    async with dsh_cli.open_harness(config) as ctx:
         mcp = ctx.get_service("mcp")
         if mcp is None:
-            raise dsh_cli.CliError("the mcp plugin is not loaded", hint="check plugins.disable")  # type: ignore[attr-defined]
+            raise dsh_cli.CliError("the mcp plugin is not loaded", hint="check plugins.disable")
         statuses = mcp.servers()
         read_only = {
             name
