@@ -300,7 +300,7 @@ class ServerConnection:
 
     def _mark_lost(self, cause: str, tail: str = "") -> None:
         """The running connection is gone: report it once and let the next call restart it."""
-        if self._state != "running":
+        if self._state != "running" or self._closing:  # our own close ends the connection too
             return
         self._state = "dead"
         self._error = self._with_tail(cause, tail)
