@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from pathlib import PurePath
 from typing import Any
@@ -17,6 +18,8 @@ from rich.text import Text
 from dsh_core import ENTRY_POINT_GROUP, installed_plugins
 
 from ._config import EffectiveConfig
+from ._sanitize import clean_line
+from ._stdout import output_console
 
 __all__ = ["config_command", "plugin_defaults", "plugins_command"]
 
@@ -90,7 +93,7 @@ def _toml_value(value: Any) -> str:
 
 
 def _toml_key(key: str) -> str:
-    return key if key.replace("-", "").replace("_", "").isalnum() else json.dumps(key)
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key)
 
 
 def _rows(config: EffectiveConfig) -> list[tuple[str, Any, str]]:
@@ -103,8 +106,36 @@ def _rows(config: EffectiveConfig) -> list[tuple[str, Any, str]]:
     return [rows[path] for path in sorted(rows)]
 
 
+def _tables(rows: list[tuple[str, Any, str]]) -> dict[str, list[tuple[str, Any, str]]]:
+    """The rows grouped by their table, in the order TOML needs: a table's own keys before its sub-tables.
+
+    A table is printed once, whole: ``[plugins.openai]`` cannot come back after
+    ``[plugins.openai.providers.local]`` (that would be a second, invalid ``[plugins.openai]``).
+    """
+    grouped: dict[str, list[tuple[str, Any, str]]] = {}
+    for path, value, origin in rows:
+        table, _, key = path.rpartition(".")
+        grouped.setdefault(table, []).append((key, value, origin))
+    return {table: grouped[table] for table in sorted(grouped, key=lambda name: name.split("."))}
+
+
+async def validate_config(config: EffectiveConfig) -> None:
+    """Start (and stop) the harness with ``config``, as ``dsh run`` would: every plugin checks its table.
+
+    :raises CliError: naming the layer that set a value a plugin refuses.
+    """
+    from ._launch import open_harness
+
+    async with open_harness(config):
+        pass
+
+
 def config_command(config: EffectiveConfig, *, json_output: bool = False) -> int:
-    """Print the effective configuration, each value with the layer it came from."""
+    """Print the effective configuration, each value with the layer it came from, then check it.
+
+    The output is printed even when a plugin refuses a value (to see what is wrong), followed by
+    the error; the exit status is then 3.
+    """
     rows = _rows(config)
     if json_output:
         print(
@@ -119,23 +150,27 @@ def config_command(config: EffectiveConfig, *, json_output: bool = False) -> int
                 indent=2,
             )
         )
-        return 0
-    console = Console(highlight=False)
+    else:
+        _print_toml(config, rows)
+    import anyio
+
+    anyio.run(validate_config, config, backend="asyncio")
+    return 0
+
+
+def _print_toml(config: EffectiveConfig, rows: list[tuple[str, Any, str]]) -> None:
+    console = output_console()
     console.print(Text("# layers, lowest precedence first:", style="dim"), soft_wrap=True)
     for label in config.layers:
-        console.print(Text(f"#   {label}", style="dim"), soft_wrap=True)
-    table_of = None
-    for path, value, origin in rows:
-        table, _, key = path.rpartition(".")
-        if table != table_of:
-            console.print()
-            console.print(Text(f"[{'.'.join(_toml_key(part) for part in table.split('.'))}]", style="bold"))
-            table_of = table
-        plain = _jsonable(value)
-        # None has no TOML spelling: show the key commented out, so the output stays valid TOML.
-        prefix = "# " if plain is None else ""
-        shown = "(unset)" if plain is None else _toml_value(plain)
-        line = Text(f"{prefix}{_toml_key(key)} = {shown}")
-        line.append(f"  # {origin}", style="dim" if origin.startswith("default") else "cyan")
-        console.print(line, soft_wrap=True)  # never wrapped: every line stays one TOML line
-    return 0
+        console.print(Text(f"#   {clean_line(label)}", style="dim"), soft_wrap=True)
+    for table, keys in _tables(rows).items():
+        console.print()
+        console.print(Text(f"[{'.'.join(_toml_key(part) for part in table.split('.'))}]", style="bold"))
+        for key, value, origin in keys:
+            plain = _jsonable(value)
+            # None has no TOML spelling: show the key commented out, so the output stays valid TOML.
+            prefix = "# " if plain is None else ""
+            shown = "(unset)" if plain is None else _toml_value(plain)
+            line = Text(f"{prefix}{_toml_key(key)} = {shown}")
+            line.append(f"  # {clean_line(origin)}", style="dim" if origin.startswith("default") else "cyan")
+            console.print(line, soft_wrap=True)  # never wrapped: every line stays one TOML line

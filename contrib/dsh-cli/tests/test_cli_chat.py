@@ -211,3 +211,69 @@ def test_ctrl_c_on_a_question_denies_and_cancels(chat: Any, llm: FakeLlm) -> Non
     chat.sendline("hello?")
     chat.expect("Still here.")
     _leave(chat)
+
+
+def test_steering_dropped_by_a_cancel_is_reported_and_put_back(chat: Any, llm: FakeLlm) -> None:
+    """Steering typed during a turn, then Ctrl-C: the chat says it was not delivered and puts it back in the input."""
+    llm.held("Working on it")
+    chat.sendline("start")
+    chat.expect("Working on it")
+    chat.sendline("use the fast path")
+    chat.expect("steering: seen at the next step")
+    chat.sendcontrol("c")
+    chat.expect("not delivered")
+    chat.expect("cancelled")
+    llm.text("Fast path it is.")
+    chat.sendline("")  # Enter sends what was put back, as a prompt
+    chat.expect("Fast path it is.")
+    assert llm.messages(1)[-1] == {"role": "user", "content": "use the fast path"}
+    _leave(chat)
+
+
+def test_a_steering_notice_does_not_split_a_streamed_word(chat: Any, llm: FakeLlm) -> None:
+    """Steering sent in the middle of a word: the notice goes above, the streamed line stays whole."""
+    release = llm.held("Looking aro", then=[_content("und here\n"), *_finish()])
+    llm.text("ok")
+    chat.sendline("start")
+    chat.expect("Looking aro")
+    chat.sendline("and mention the tests")
+    chat.expect("steering: seen at the next step")
+    release.set()
+    chat.expect("Looking around here")
+    _leave(chat)
+
+
+def test_model_switch_to_an_unknown_model_blames_the_command(chat: Any) -> None:
+    """`/model local/nosuch` names /model as the source of the bad model, not the configuration file."""
+    chat.sendline("/model local/nosuch")
+    chat.expect("unknown model 'local/nosuch' \\(from /model\\)")
+    assert "dsh.toml" not in chat.before
+    _leave(chat)
+
+
+def test_ctrl_j_inserts_a_newline(chat: Any, llm: FakeLlm) -> None:
+    """Ctrl-J (and Alt-Enter) add a line to the prompt; Enter sends both lines as one message."""
+    llm.text("Two lines received.")
+    chat.send("first line")
+    chat.sendcontrol("j")
+    chat.send("second line")
+    chat.send("\x1b\r")  # Alt-Enter
+    chat.sendline("third line")
+    chat.expect("Two lines received.")
+    assert llm.messages(0)[-1] == {"role": "user", "content": "first line\nsecond line\nthird line"}
+    _leave(chat)
+
+
+def _content(text: str) -> dict[str, Any]:
+    return {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": text}}]}
+
+
+def _finish() -> list[dict[str, Any]]:
+    return [
+        {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+        {
+            "object": "chat.completion.chunk",
+            "choices": [],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 2},
+        },
+    ]

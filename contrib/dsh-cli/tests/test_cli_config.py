@@ -169,3 +169,29 @@ def test_dsh_config_shows_values_and_origins(tmp_path: Path, dsh_env: dict[str, 
         "origin": "env DSH_MODEL",
     }
     assert as_json["layers"] == ["default", str(tmp_path / "dsh.toml"), "env DSH_MODEL"]
+
+
+def test_dsh_config_is_valid_toml_with_nested_tables(tmp_path: Path, dsh_env: dict[str, str]) -> None:
+    """A table with keys and sub-tables ([plugins.openai] and [plugins.openai.providers.local]) is printed once."""
+    _write(
+        tmp_path / "dsh.toml",
+        '[plugins.openai]\ntimeout = 30.0\n\n[plugins.openai.providers.local]\nbase_url = "http://127.0.0.1:9/v1"\n',
+    )
+    done = run_dsh("config", cwd=tmp_path, env=dsh_env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("[plugins.openai]\n") == 1, done.stdout
+    parsed = tomllib.loads(done.stdout)
+    assert parsed["plugins"]["openai"]["timeout"] == 30.0
+    assert parsed["plugins"]["openai"]["providers"]["local"]["base_url"] == "http://127.0.0.1:9/v1"
+
+
+def test_dsh_config_checks_the_values(tmp_path: Path, dsh_env: dict[str, str]) -> None:
+    """`dsh config --set cli.reasoning=loud` shows the configuration, then names the bad value and exits 3."""
+    done = run_dsh("config", "--set", "cli.reasoning=loud", cwd=tmp_path, env=dsh_env)
+    assert done.returncode == 3, done.stdout
+    assert 'reasoning = "loud"  # --set plugins.cli.reasoning' in done.stdout
+    assert "--set plugins.cli.reasoning" in done.stderr
+    assert "loud" in done.stderr
+    malformed = run_dsh("config", "--set", "novalue", cwd=tmp_path, env=dsh_env)
+    assert malformed.returncode == 2
+    assert "expected KEY=VALUE" in malformed.stderr
