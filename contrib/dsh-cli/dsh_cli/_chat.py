@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import anyio
 import attrs
 from prompt_toolkit.patch_stdout import patch_stdout
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -23,10 +24,12 @@ from dsh_core import AgentHandle, SessionEvent, hookimpl
 
 from ._approval import SessionApproval
 from ._args import MODES
-from ._config import EffectiveConfig
+from ._config import EffectiveConfig, max_attempts
+from ._diff import edit_diff
 from ._errors import CliError
 from ._exit import ExitCode
 from ._launch import check_model, maybe_await, open_agent, open_harness, resolve_session_id
+from ._markdown import MarkdownBlocks
 from ._plugin import CliPlugin
 from ._render import (
     BlockEnded,
@@ -34,6 +37,7 @@ from ._render import (
     Note,
     PromptBlocked,
     ReasoningPiece,
+    RetryNote,
     TextPiece,
     ToolFinished,
     ToolStarted,
@@ -42,6 +46,7 @@ from ._render import (
     UserNote,
     describe_call,
     reasoning_summary,
+    retry_line,
     tool_call_line,
     tool_result_line,
     turn_end_line,
@@ -49,6 +54,7 @@ from ._render import (
 )
 from ._screen import ChatScreen, file_history
 from ._sessions import print_history, stored_sessions
+from ._usage import Usage, price_of
 
 if TYPE_CHECKING:
     from dsh_core import Context
@@ -68,6 +74,7 @@ _HELP = (
     ("/mode [MODE]", f"show or switch the permission mode ({', '.join(MODES)})"),
     ("/compact", "compact the conversation now (needs a compaction plugin)"),
     ("/reasoning", "show the last reasoning in full"),
+    ("/last", "show the last tool output in full"),
     ("/exit", "leave (also Ctrl-D, or Ctrl-C twice on an empty prompt)"),
 )
 
@@ -115,6 +122,14 @@ class ChatController:
         self.handle: AgentHandle | None = None
         self.last_reasoning = ""
         self._reasoning_open = False
+        self.usage = Usage()
+        self.prices = config.get("plugins.cli.prices", {})
+        #: the last tool call and its whole output, for /last
+        self.last_output: tuple[str, str] | None = None
+        self._calls: dict[str, str] = {}
+        #: render the answer as Markdown (``[plugins.cli] markdown``)
+        self.markdown = bool(config.get("plugins.cli.markdown", True))
+        self._blocks = MarkdownBlocks()
         #: the steering typed, by inbox id: what ``inbox/cleared`` names was dropped unseen
         self.steering: dict[str, str] = {}
 
@@ -157,6 +172,13 @@ class ChatController:
             await handle.dispose()
             self.screen.turn_finished()
 
+    def resumable(self) -> str | None:
+        """The current session's id when it has a turn to come back to."""
+        if self.handle is None:
+            return None
+        session = self.handle.agent.session
+        return session.id if any(event.type == "turn/start" for event in session.events) else None
+
     def cancel(self) -> None:
         if self.handle is not None:
             self.handle.agent.cancel()
@@ -178,7 +200,12 @@ class ChatController:
         screen = self.screen
         if isinstance(note, TextPiece):
             self._end_reasoning()
-            screen.stream(note.text)
+            if not self.markdown:
+                screen.stream(note.text)
+                return
+            for block in self._blocks.feed(note.text):
+                screen.markdown(block, first=self._blocks.count == 1)
+            screen.set_pending(self._blocks.pending)
         elif isinstance(note, ReasoningPiece):
             if not self._reasoning_open:
                 self._reasoning_open = True
@@ -190,18 +217,27 @@ class ChatController:
                 screen.thinking(len(note.text))
         elif isinstance(note, BlockEnded):
             self._end_reasoning()
+            self._end_markdown()
             screen.end_stream()
             if note.interrupted:
                 screen.print(Text("  (interrupted)", style="dim"))
         elif isinstance(note, UsageNote):
             screen.add_tokens(note.input_tokens, note.output_tokens)
+            self.usage.add(note.input_tokens, note.output_tokens, price_of(self.prices, self.model))
         elif isinstance(note, ToolStarted):
             self._end_reasoning()
             screen.print(tool_call_line(note.name, note.arguments))
+            diff = edit_diff(note.name, note.arguments)
+            if diff is not None:
+                screen.print(diff)
             screen.set_activity(describe_call(note.name, note.arguments, width=50))
+            self._calls[note.call_id] = describe_call(note.name, note.arguments)
         elif isinstance(note, ToolFinished):
             screen.print(tool_result_line(note))
             screen.set_activity("")
+            self.last_output = (self._calls.pop(note.call_id, note.name), note.text)
+        elif isinstance(note, RetryNote):
+            screen.print(retry_line(note, max_attempts(self.config)))
         elif isinstance(note, UserNote) and note.kind not in ("user", "steering"):
             screen.print(Text(f"  [{note.kind}] {note.text[:200]}", style="dim"))
         elif isinstance(note, PromptBlocked):
@@ -224,6 +260,12 @@ class ChatController:
             )
         )
         self.screen.set_input("\n".join(lost))
+
+    def _end_markdown(self) -> None:
+        for block in self._blocks.flush():
+            self.screen.markdown(block, first=self._blocks.count == 1)
+        self.screen.set_pending("")
+        self._blocks = MarkdownBlocks()
 
     def _end_reasoning(self) -> None:
         if not self._reasoning_open:
@@ -284,6 +326,8 @@ class ChatController:
                 await self._mode(argument)
             elif name == "/compact":
                 await self._compact()
+            elif name == "/last":
+                self._last()
             elif name == "/reasoning":
                 if self.last_reasoning:
                     screen.print(Text(self.last_reasoning.strip(), style="dim italic"))
@@ -294,6 +338,30 @@ class ChatController:
         except CliError as exc:
             screen.print(Text(f"✗ {exc}", style="red"))
         return True
+
+    def _last(self) -> None:
+        if self.last_output is None:
+            self.screen.print(Text("no tool output yet", style="dim"))
+            return
+        call, text = self.last_output
+        self.screen.print(Text.assemble(("⏺ ", "yellow"), (call, "bold")))
+        self.screen.print(Text(text.rstrip() or "(no output)"))
+
+    def status(self) -> str:
+        """The bottom line: model, session, context-window use and cost."""
+        parts = [self.model, f"session {self.session_id}"]
+        try:
+            window: int | None = self.ctx.llm.model_info(self.model).context_window
+        except (TypeError, ValueError, LookupError):
+            window = None
+        share = self.usage.context_share(window)
+        if share is not None:
+            parts.append(f"context {share}")
+        cost = self.usage.cost_text()
+        if cost is not None:
+            parts.append(cost)
+        parts.append("/help")
+        return " · ".join(parts)
 
     def _help(self) -> None:
         table = Table(show_header=False, box=None, pad_edge=False)
@@ -390,7 +458,7 @@ async def chat_command(config: EffectiveConfig, *, cwd: Path, resume: str | None
     def toolbar() -> str:
         if chat is None:
             return "dsh"
-        return f"{chat.model} · session {chat.session_id} · /help"
+        return chat.status()
 
     screen = ChatScreen(on_cancel=cancel, toolbar=toolbar, history=file_history(os.environ))
     approval = SessionApproval(screen)
@@ -412,5 +480,8 @@ async def chat_command(config: EffectiveConfig, *, cwd: Path, resume: str | None
                     await chat.loop()
                     tasks.cancel_scope.cancel()
             finally:
+                resumable = chat.resumable()
                 await chat.close()
+    if resumable is not None:
+        Console(highlight=False).print(Text(f"resume with `dsh chat --resume {resumable}`", style="dim"))
     return int(ExitCode.OK)

@@ -36,6 +36,7 @@ __all__ = [
     "config_from_args",
     "find_project_config",
     "load_config",
+    "max_attempts",
     "merge_layers",
     "parse_assignment",
     "plugin_tables",
@@ -344,3 +345,15 @@ def config_from_args(args: argparse.Namespace, *, cwd: Path | None = None) -> Ef
         overrides=overrides,
         config_file=Path(config_file) if config_file else None,
     )
+
+
+def max_attempts(config: EffectiveConfig) -> int | None:
+    """``plugins.retry.max_attempts``, or the retry plugin's default; ``None`` without the plugin."""
+    value = config.get("plugins.retry.max_attempts")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    try:
+        from dsh_retry import RetryConfig
+    except ImportError:
+        return None
+    return RetryConfig().max_attempts

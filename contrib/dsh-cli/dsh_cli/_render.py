@@ -19,6 +19,7 @@ from rich.text import Text
 
 from dsh_core import SessionEvent
 
+from ._diff import edit_diff
 from ._sanitize import clean
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "Note",
     "PromptBlocked",
     "ReasoningPiece",
+    "RetryNote",
     "StepStarted",
     "TextPiece",
     "ToolFinished",
@@ -44,6 +46,7 @@ __all__ = [
     "message_text",
     "plural",
     "reasoning_summary",
+    "retry_line",
     "tool_call_line",
     "tool_result_line",
     "turn_end_line",
@@ -124,6 +127,15 @@ class PromptBlocked:
 
 
 @attrs.frozen
+class RetryNote:
+    """``llm/retry``: the request failed with ``code`` and is tried again (``attempt``, from 2) after ``delay`` s."""
+
+    attempt: int
+    delay: float
+    code: str
+
+
+@attrs.frozen
 class TurnEnded:
     turn: int
     reason: Mapping[str, Any]
@@ -142,6 +154,7 @@ Note: TypeAlias = (
     | ToolStarted
     | ToolFinished
     | PromptBlocked
+    | RetryNote
     | TurnEnded
 )
 
@@ -191,6 +204,10 @@ class EventFeed:
             name = self._calls.pop(call_id, "tool")
             text = clean(message_text(message))
             return [ToolFinished(call_id, name, text, None if code is None else clean(str(code)))]
+        if kind == "llm/retry":
+            failure = data.get("failure") or {}
+            code = clean(str(failure.get("code", "UNKNOWN"))) if isinstance(failure, Mapping) else "UNKNOWN"
+            return [RetryNote(int(data.get("attempt", 1)) + 1, float(data.get("delay", 0.0)), code)]
         if kind == "prompt/blocked":
             return [PromptBlocked(clean(str(data.get("reason", "blocked"))))]
         if kind == "turn/end":
@@ -364,6 +381,13 @@ def tool_result_line(finished: ToolFinished) -> Text:
     return Text.assemble(("  ⎿ ", "dim"), (summary.replace("\n", "\n    "), "red"))
 
 
+def retry_line(note: RetryNote, max_attempts: int | None) -> Text:
+    """``retrying 2/5 in 4 s (RATE_LIMIT)``."""
+    of = f"/{max_attempts}" if max_attempts else ""
+    delay = f"{note.delay:.0f}" if note.delay >= 1 or note.delay == 0 else f"{note.delay:.1f}"
+    return Text(f"↻ retrying {note.attempt}{of} in {delay} s ({note.code})", style="yellow")
+
+
 def turn_end_line(reason: Mapping[str, Any], *, seconds: float | None, tokens: tuple[int, int]) -> Text:
     kind = str(reason.get("kind", "?"))
     facts = []
@@ -389,9 +413,13 @@ class TranscriptPrinter:
     ``hidden`` prints nothing.
     """
 
-    def __init__(self, console: Console, *, reasoning: str = "shown") -> None:
+    def __init__(
+        self, console: Console, *, reasoning: str = "shown", max_attempts: int | None = None
+    ) -> None:
         self.console = console
         self.reasoning = reasoning
+        #: attempts per request, for ``retrying 2/5``
+        self.max_attempts = max_attempts
         self._open: str | None = None  # the kind of streamed block the cursor is in
         self._line_open = False  # text was printed and its line not ended yet
         self._fresh = True  # nothing of the open block printed yet
@@ -420,8 +448,13 @@ class TranscriptPrinter:
             self._tokens[1] += note.output_tokens
         elif isinstance(note, ToolStarted):
             console.print(tool_call_line(note.name, note.arguments))
+            diff = edit_diff(note.name, note.arguments)
+            if diff is not None:
+                console.print(diff)
         elif isinstance(note, ToolFinished):
             console.print(tool_result_line(note))
+        elif isinstance(note, RetryNote):
+            console.print(retry_line(note, self.max_attempts))
         elif isinstance(note, PromptBlocked):
             console.print(Text(f"✗ prompt blocked: {note.reason}", style="red"))
         elif isinstance(note, TurnEnded):

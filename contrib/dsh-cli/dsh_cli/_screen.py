@@ -32,6 +32,7 @@ from rich.console import Console, RenderableType
 from rich.text import Text
 
 from ._approval import CHOICES, Answer, parse_answer
+from ._markdown import render_block
 from ._render import PROMPT_MARK, describe_call, format_tokens
 from ._sanitize import clean_line
 
@@ -41,6 +42,8 @@ if TYPE_CHECKING:
 __all__ = ["ChatScreen", "history_path"]
 
 _SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+#: lines of an unfinished Markdown block shown in the live area
+_PENDING_LINES = 8
 _CHOICE_LABELS = {"once": "once", "always": "always (this session)", "deny": "deny"}
 _DIM = "fg:ansibrightblack"
 
@@ -85,6 +88,7 @@ class ChatScreen:
         self._toolbar = toolbar
         self._partial = ""
         self._partial_style = ""
+        self._pending_markdown = False
         self._thinking = 0  # characters of collapsed reasoning streamed in the open block
         self._running_since: float | None = None
         self._tokens = [0, 0]
@@ -147,6 +151,21 @@ class ChatScreen:
         self.end_stream()
         self.console.print(renderable)
 
+    def markdown(self, block: str, *, first: bool) -> None:
+        """Print one finished Markdown block of the answer (a blank line before all but the first)."""
+        if not first:
+            self.console.print()
+        self.console.print(render_block(block))
+
+    def set_pending(self, text: str) -> None:
+        """The answer's unfinished Markdown block, shown as it arrives in the live area (its last lines)."""
+        self._partial = (
+            "\n".join(text.splitlines()[-_PENDING_LINES:]) if text.count("\n") >= _PENDING_LINES else text
+        )
+        self._partial_style = ""
+        self._pending_markdown = bool(text)
+        self.refresh()
+
     def note(self, renderable: RenderableType) -> None:
         """Print a line above the live area without finishing the streaming line (no word is split)."""
         self.console.print(renderable)
@@ -163,7 +182,10 @@ class ChatScreen:
         self.refresh()
 
     def end_stream(self) -> None:
-        """Print the streaming line, if any, as a finished line."""
+        """Print the streaming line, if any, as a finished line (pending Markdown is the controller's)."""
+        if self._pending_markdown:
+            self._partial = ""
+            self._pending_markdown = False
         if self._partial:
             partial, self._partial = self._partial, ""
             self.console.print(Text(partial, style=self._partial_style or ""))

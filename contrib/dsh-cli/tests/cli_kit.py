@@ -14,6 +14,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -249,3 +250,39 @@ def spawn_dsh(*args: str, cwd: Path, env: dict[str, str]) -> Any:
     )
     child.linesep = "\r"  # Enter is a carriage return, as a terminal sends it (Ctrl-J, "\n", is a newline)
     return child
+
+
+class Terminal:
+    """The screen of a ``spawn_dsh`` child as a terminal shows it (pyte), for what is redrawn in place.
+
+    prompt_toolkit repaints only the cells that change, so a status line is never one contiguous
+    string in the raw output; the emulated screen has it whole. Reads only when waiting, and waits
+    on the child's output (never a sleep).
+    """
+
+    def __init__(self, child: Any, rows: int = 40, columns: int = 120) -> None:
+        import pyte  # the test extra
+
+        self.child = child
+        self.screen = pyte.Screen(columns, rows)
+        # answer the cursor-position reports prompt_toolkit asks for, as a real terminal does
+        self.screen.write_process_input = child.send  # type: ignore[method-assign]
+        self._stream = pyte.Stream(self.screen)
+
+    def text(self) -> str:
+        return "\n".join(line.rstrip() for line in self.screen.display)
+
+    def wait_for(self, wanted: str, timeout: float = 15.0) -> None:
+        """Read the child's output until ``wanted`` is on the screen."""
+        import pexpect
+
+        deadline = time.monotonic() + timeout
+        while wanted not in self.text():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                msg = f"{wanted!r} never appeared; the screen:\n{self.text()}"
+                raise AssertionError(msg)
+            try:
+                self._stream.feed(self.child.read_nonblocking(65536, timeout=remaining))
+            except pexpect.TIMEOUT:
+                continue

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .cli_kit import FakeLlm, run_dsh, spawn_dsh
+from .cli_kit import FakeLlm, Terminal, run_dsh, spawn_dsh
 
 pexpect = pytest.importorskip("pexpect")
 
@@ -277,3 +278,54 @@ def _finish() -> list[dict[str, Any]]:
             "usage": {"prompt_tokens": 3, "completion_tokens": 2},
         },
     ]
+
+
+_MARKDOWN = "# Plan\n\nSome **bold** words and `code`.\n\n- first item\n- second item\n\n```python\nprint('hi')\n```\n"
+
+
+def test_answers_are_rendered_as_markdown(chat: Any, llm: FakeLlm) -> None:
+    """Headings, emphasis, lists and code blocks are rendered as they stream, not shown as Markdown source."""
+    llm.text(*[_MARKDOWN[i : i + 7] for i in range(0, len(_MARKDOWN), 7)])
+    chat.sendline("plan it")
+    chat.expect("done")
+    shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", chat.before)  # the screen's text, without its styles
+    assert "• first item" in shown
+    assert "• second item" in shown
+    assert "print('hi')" in shown
+    assert "Some bold words and code." in shown, "emphasis and code spans rendered, not shown as ** and `"
+    _leave(chat)
+
+
+def test_status_line_last_output_and_resume_hint(
+    project: Path, dsh_env: dict[str, str], llm: FakeLlm
+) -> None:
+    """The status line shows context-window use and the cost (prices configured); /last expands the tool
+    output; leaving names how to resume."""
+    toml = project / "dsh.toml"
+    toml.write_text(
+        toml.read_text(encoding="utf-8")
+        + '\n[plugins.cli.prices."local/fake"]\ninput = 1000.0\noutput = 2000.0\n',
+        encoding="utf-8",
+    )
+    (project / "long.txt").write_text("".join(f"row {n}\n" for n in range(1, 8)), encoding="utf-8")
+    llm.tool_call("read_file", {"path": "long.txt"})
+    llm.text("Seven rows.")
+    # the status line needs the terminal's cursor-position reports, which Terminal answers
+    env = {key: value for key, value in dsh_env.items() if key != "PROMPT_TOOLKIT_NO_CPR"}
+    child = spawn_dsh("chat", cwd=project, env=env)
+    terminal = Terminal(child)
+    try:
+        terminal.wait_for("new session ")
+        session = terminal.text().split("new session ", 1)[1].split()[0]
+        child.sendline("read long.txt")
+        terminal.wait_for("(+6 lines)")
+        terminal.wait_for("Seven rows.")
+        # 12 input tokens of a 32768 window; 2 requests of 12 in, 5 out at $1000/$2000 per million
+        terminal.wait_for("context 0% of 32k · $0.0440")
+        child.sendline("/last")
+        terminal.wait_for("row 7")
+        assert "row 4" in terminal.text()
+        child.sendline("/exit")
+        terminal.wait_for(f"resume with `dsh chat --resume {session}`")
+    finally:
+        child.close(force=True)

@@ -298,3 +298,75 @@ def test_an_invalid_args_error_is_shown_whole(llm: FakeLlm, project: Path, dsh_e
     assert len(body) >= 2, error
     for line in body[1:3]:
         assert line.strip()[:40] in done.stderr, f"{line!r} missing from\n{done.stderr}"
+
+
+def test_a_retry_is_announced(llm: FakeLlm, project: Path, dsh_env: dict[str, str]) -> None:
+    """An `llm/retry` (a 429, then success) prints `retrying 2/3 in 0 s (RATE_LIMIT)` on stderr."""
+    llm.fail(429, "slow down")
+    llm.text("Second time lucky.")
+    done = run_dsh(
+        "run",
+        "--set",
+        "retry.max_attempts=3",
+        "--set",
+        "retry.initial_delay=0",
+        "hi",
+        cwd=project,
+        env=dsh_env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "retrying 2/3 in 0 s (RATE_LIMIT)" in done.stderr
+    assert done.stdout == "Second time lucky.\n"
+
+
+def test_an_edit_is_shown_as_a_diff(llm: FakeLlm, project: Path, dsh_env: dict[str, str]) -> None:
+    """edit_file shows the lines it replaces (-) and puts in (+); write_file the lines it writes."""
+    llm.tool_call(
+        "edit_file", {"path": "notes.txt", "old_text": "bananas are yellow", "new_text": "bananas are green"}
+    )
+    llm.tool_call("write_file", {"path": "new.txt", "content": "line one\nline two\n"})
+    llm.text("Edited.")
+    done = run_dsh("run", "--mode", "full-access", "edit", cwd=project, env=dsh_env)
+    assert done.returncode == 0, done.stderr
+    assert "    - bananas are yellow" in done.stderr
+    assert "    + bananas are green" in done.stderr
+    assert "    + line one\n    + line two" in done.stderr
+    assert (project / "notes.txt").read_text(encoding="utf-8") == "bananas are green\n"
+
+
+def test_markdown_at_a_terminal_plain_when_piped(
+    llm: FakeLlm, project: Path, dsh_env: dict[str, str]
+) -> None:
+    """With stdout a terminal the answer is rendered Markdown; piped (and with --plain) it is the text as sent."""
+    pexpect = pytest.importorskip("pexpect")
+    answer = "## Steps\n\n1. **read** the file\n2. fix `median`\n\n```python\nx = 1\n```\n"
+    llm.text(answer)
+    child = spawn_dsh("run", "plan", cwd=project, env=dsh_env)
+    try:
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", child.before)
+    assert "1 read the file" in shown
+    assert "2 fix median" in shown
+    assert "x = 1" in shown
+    assert "**read**" not in shown
+    assert "```" not in shown
+    llm.text(answer)
+    piped = run_dsh("run", "plan", cwd=project, env=dsh_env)
+    assert piped.stdout == answer
+
+
+def test_a_spinner_waits_on_a_terminal(llm: FakeLlm, project: Path, dsh_env: dict[str, str]) -> None:
+    """While the model has not answered yet, stderr (a terminal) shows a spinner with what is awaited."""
+    pexpect = pytest.importorskip("pexpect")
+    release = llm.held(then=[_content("Hi."), *_stop()])
+    child = spawn_dsh("run", "--plain", "hi", cwd=project, env=dsh_env)
+    try:
+        child.expect("waiting for the model · ")
+        release.set()
+        child.expect("Hi.")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0

@@ -1,0 +1,91 @@
+"""Markdown rendered as it streams: the answer is cut into finished blocks, each rendered once with rich.
+
+A block is finished when a blank line ends it (a paragraph, a list), when its line is a heading,
+or when its closing fence ends a code block; until then it is *pending*, shown as it arrives in
+the live area. A block is never re-rendered once printed, so what scrolls up is final, and a code
+block is highlighted only when it is whole. ``flush`` ends the last block (the message is complete).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from rich.console import RenderableType
+from rich.markdown import Markdown
+
+__all__ = ["MarkdownBlocks", "render_block"]
+
+_FENCE: Final = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_HEADING: Final = re.compile(r"^ {0,3}#{1,6}(\s|$)")
+
+#: the syntax-highlighting theme of code blocks
+CODE_THEME: Final = "monokai"
+
+
+def render_block(block: str) -> RenderableType:
+    """One finished block as a rich renderable (links shown as text: a terminal may not follow them)."""
+    return Markdown(block, code_theme=CODE_THEME, hyperlinks=False)
+
+
+class MarkdownBlocks:
+    """Cuts streamed Markdown text into finished blocks; what is not finished yet is ``pending``."""
+
+    def __init__(self) -> None:
+        self._lines: list[str] = []  # complete lines of the open block
+        self._tail = ""  # the line still streaming
+        self._fence: str | None = None  # the marker of the open code block
+        #: blocks returned so far (a blank line goes between two blocks)
+        self.count = 0
+
+    @property
+    def pending(self) -> str:
+        """The open block as it stands: its complete lines and the line still streaming."""
+        return "".join(self._lines) + self._tail
+
+    def feed(self, text: str) -> list[str]:
+        """Take more text; returns the blocks it finished, in order."""
+        finished: list[str] = []
+        self._tail += text
+        while "\n" in self._tail:
+            line, _, self._tail = self._tail.partition("\n")
+            finished += self._line(line + "\n")
+        return finished
+
+    def flush(self) -> list[str]:
+        """The message is complete: the open block (if any) is finished."""
+        if self._tail:
+            self._lines.append(self._tail)
+            self._tail = ""
+        self._fence = None
+        return self._close()
+
+    def _line(self, line: str) -> list[str]:
+        if self._fence is not None:
+            self._lines.append(line)
+            if line.strip().startswith(self._fence) and not line.strip().strip(self._fence[0]):
+                self._fence = None
+                return self._close()
+            return []
+        opening = _FENCE.match(line)
+        if opening is not None:
+            finished = self._close()
+            self._fence = opening.group(1)
+            self._lines.append(line)
+            return finished
+        if not line.strip():
+            return self._close()
+        if _HEADING.match(line):
+            finished = self._close()
+            self._lines.append(line)
+            return finished + self._close()
+        self._lines.append(line)
+        return []
+
+    def _close(self) -> list[str]:
+        block = "".join(self._lines).strip("\n")
+        self._lines = []
+        if not block.strip():
+            return []
+        self.count += 1
+        return [block]
