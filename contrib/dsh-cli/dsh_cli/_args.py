@@ -23,6 +23,7 @@ dsh: an extensible LLM agent in your terminal.
   dsh sessions list            stored sessions; show, resume or delete one
   dsh config                   the effective configuration and where each value came from
   dsh plugins                  the installed plugins (and the commands they add)
+  dsh models                   the configured providers and models
 """
 
 _EPILOG = """\
@@ -143,6 +144,17 @@ def build_parser(
         "config", parents=[config, agent], help="the effective configuration and where each value came from"
     )
     show_config.add_argument("--json", action="store_true", help="print it as JSON (values and origins)")
+    config_verbs = show_config.add_subparsers(dest="config_verb", metavar="VERB")
+    init = config_verbs.add_parser(
+        "init", help="write a commented dsh.toml in the current directory (or --cwd)"
+    )
+    init.add_argument("--force", action="store_true", help="replace an existing dsh.toml")
+
+    commands.add_parser(
+        "models", parents=[config], help="the configured providers and models, with their context windows"
+    )
+    completion = commands.add_parser("completion", help="print a shell completion script (bash, zsh or fish)")
+    completion.add_argument("shell", choices=("bash", "zsh", "fish"))
 
     demo = commands.add_parser(
         "demo",

@@ -18,10 +18,19 @@ from rich.text import Text
 from dsh_core import ENTRY_POINT_GROUP, installed_plugins
 
 from ._config import EffectiveConfig
+from ._render import format_tokens
 from ._sanitize import clean_line
 from ._stdout import output_console
 
-__all__ = ["config_command", "plugin_defaults", "plugins_command"]
+__all__ = [
+    "config_command",
+    "models_command",
+    "plugin_defaults",
+    "plugins_command",
+    "toml_key",
+    "toml_value",
+    "validate_config",
+]
 
 
 def _disabled(config: EffectiveConfig) -> set[str]:
@@ -80,11 +89,11 @@ def plugin_defaults() -> dict[str, dict[str, Any]]:
     return defaults
 
 
-def _toml_value(value: Any) -> str:
+def toml_value(value: Any) -> str:
     if isinstance(value, Mapping):
-        return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items()) + " }"
+        return "{ " + ", ".join(f"{toml_key(k)} = {toml_value(v)}" for k, v in value.items()) + " }"
     if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
+        return "[" + ", ".join(toml_value(item) for item in value) + "]"
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:
@@ -92,7 +101,7 @@ def _toml_value(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _toml_key(key: str) -> str:
+def toml_key(key: str) -> str:
     return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key)
 
 
@@ -165,12 +174,52 @@ def _print_toml(config: EffectiveConfig, rows: list[tuple[str, Any, str]]) -> No
         console.print(Text(f"#   {clean_line(label)}", style="dim"), soft_wrap=True)
     for table, keys in _tables(rows).items():
         console.print()
-        console.print(Text(f"[{'.'.join(_toml_key(part) for part in table.split('.'))}]", style="bold"))
+        console.print(Text(f"[{'.'.join(toml_key(part) for part in table.split('.'))}]", style="bold"))
         for key, value, origin in keys:
             plain = _jsonable(value)
             # None has no TOML spelling: show the key commented out, so the output stays valid TOML.
             prefix = "# " if plain is None else ""
-            shown = "(unset)" if plain is None else _toml_value(plain)
-            line = Text(f"{prefix}{_toml_key(key)} = {shown}")
+            shown = "(unset)" if plain is None else toml_value(plain)
+            line = Text(f"{prefix}{toml_key(key)} = {shown}")
             line.append(f"  # {clean_line(origin)}", style="dim" if origin.startswith("default") else "cyan")
             console.print(line, soft_wrap=True)  # never wrapped: every line stays one TOML line
+
+
+async def models_command(config: EffectiveConfig) -> int:
+    """Print the providers with an adapter and the models each is configured with (``*``: the default)."""
+    from ._launch import api_key_env, open_harness
+
+    console = output_console()
+    table = Table(show_edge=False, pad_edge=False, box=None)
+    for column in ("", "model", "context", "max output", "API key"):
+        table.add_column(
+            column, no_wrap=True, justify="right" if column in ("context", "max output") else "left"
+        )
+    default = config.model
+    async with open_harness(config) as ctx:
+        for provider in ctx.llm.providers:
+            _, _, adapter = ctx.llm.resolve(f"{provider}/-")
+            env = api_key_env(adapter, provider, config)
+            key = (
+                "not needed"
+                if env is None
+                else f"{env} ({'set' if os.environ.get(env, '').strip() else 'not set'})"
+            )
+            models = getattr(adapter, "models", None)
+            if not isinstance(models, Mapping) or not models:
+                table.add_row("", Text(f"{provider}/…"), "-", "-", Text(key))
+                continue
+            for name, info in sorted(models.items()):
+                ident = f"{provider}/{name}"
+                table.add_row(
+                    "*" if ident == default else "",
+                    Text(clean_line(ident)),
+                    format_tokens(int(info.context_window)),
+                    format_tokens(int(info.max_output_tokens)),
+                    Text(key),
+                )
+    console.print(table)
+    console.print(
+        Text(f"* the default model ({config.origin('plugins.cli.model') or 'default'})", style="dim")
+    )
+    return 0

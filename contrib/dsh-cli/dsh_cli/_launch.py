@@ -22,6 +22,7 @@ from ._errors import CliError
 
 __all__ = [
     "DEMO_HINT",
+    "api_key_env",
     "check_model",
     "maybe_await",
     "new_session_id",
@@ -82,7 +83,7 @@ async def open_harness(config: EffectiveConfig, plugins: Sequence[object] = ()) 
         await harness.stop()
 
 
-def _api_key_env(adapter: object, provider: str, config: EffectiveConfig) -> str | None:
+def api_key_env(adapter: object, provider: str, config: EffectiveConfig) -> str | None:
     declared = getattr(adapter, "api_key_env", _UNSET)
     if declared is not _UNSET:
         return str(declared) if declared else None
@@ -114,7 +115,7 @@ def check_model(
         where = given_by or config.origin("plugins.cli.model") or "configuration"
         msg = f"unknown model {model!r} (from {where}): {exc}"
         raise CliError(msg) from exc
-    env = _api_key_env(adapter, provider, config)
+    env = api_key_env(adapter, provider, config)
     if env is not None and not environ.get(env, "").strip():
         msg = (
             f"no API key for {provider!r}: the environment variable {env} is not set; set it, or {DEMO_HINT}"

@@ -189,6 +189,11 @@ def _dispatch(
         from ._demo import run_demo
 
         return run_demo(keep=Path(args.keep) if args.keep else None, pace=max(0.0, args.pace))
+    if command == "completion":
+        from ._completion import completion_script
+
+        sys.stdout.write(completion_script(args.shell, parser))
+        return int(ExitCode.OK)
     if command == "sessions" and args.verb is None:
         parser.parse_args(["sessions", "--help"])
     if command in plugin_commands:
@@ -216,6 +221,14 @@ def _dispatch(
         from ._inspect import plugins_command
 
         return plugins_command(config)
+    if command == "models":
+        from ._inspect import models_command
+
+        return _run_async(models_command, config)
+    if command == "config" and args.config_verb == "init":
+        from ._config_init import config_init
+
+        return config_init(cwd, force=args.force)
     if command == "config":
         from ._inspect import config_command
 

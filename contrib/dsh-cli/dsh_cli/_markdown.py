@@ -9,10 +9,10 @@ block is highlighted only when it is whole. ``flush`` ends the last block (the m
 from __future__ import annotations
 
 import re
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from rich.console import RenderableType
-from rich.markdown import Markdown
+if TYPE_CHECKING:
+    from rich.console import RenderableType
 
 __all__ = ["MarkdownBlocks", "render_block"]
 
@@ -24,7 +24,13 @@ CODE_THEME: Final = "monokai"
 
 
 def render_block(block: str) -> RenderableType:
-    """One finished block as a rich renderable (links shown as text: a terminal may not follow them)."""
+    """One finished block as a rich renderable (links shown as text: a terminal may not follow them).
+
+    rich's Markdown (markdown-it, pygments) is imported here, on first use: a piped ``dsh run``
+    never renders, and never pays for it.
+    """
+    from rich.markdown import Markdown
+
     return Markdown(block, code_theme=CODE_THEME, hyperlinks=False)
 
 

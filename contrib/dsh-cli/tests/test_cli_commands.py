@@ -105,7 +105,7 @@ def test_a_plugin_command_gets_the_layered_configuration(
 
 def test_commands_are_loaded_only_when_used(site: Path, workdir: Path, dsh_env: dict[str, str]) -> None:
     """A built-in command imports no plugin command; a broken one breaks only itself, named in one line."""
-    assert run_dsh("config", cwd=workdir, env=dsh_env).returncode == 0
+    assert run_dsh("plugins", cwd=workdir, env=dsh_env).returncode == 0
     assert not (site / "sync-imported").exists(), "a built-in command must not import plugin commands"
     done = run_dsh("sync", "word", cwd=workdir, env=dsh_env)
     assert done.returncode == 0, done.stderr

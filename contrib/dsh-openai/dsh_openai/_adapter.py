@@ -83,6 +83,11 @@ class OpenAIAdapter:
         return self._client
 
     @property
+    def models(self) -> Mapping[str, ModelInfo]:
+        """The models this provider is configured with, and their limits (what ``dsh models`` lists)."""
+        return self._settings.models
+
+    @property
     def endpoint(self) -> str:
         """The URL requests are posted to."""
         return self._settings.endpoint
