@@ -19,6 +19,12 @@ SandboxSetting: TypeAlias = Literal["auto", "required", "off"]
 MODES: Final[tuple[Mode, ...]] = ("read-only", "workspace-write", "full-access")
 
 
+def _at_least_one(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        msg = f"{attribute.name} must be a whole number of at least 1, got {value!r}"
+        raise ValueError(msg)
+
+
 @attrs.frozen(kw_only=True)
 class Rule:
     """One entry of ``rules``: ``{tool = "bash", pattern = "git status*", action = "allow"}``.
@@ -46,3 +52,10 @@ class PermissionsConfig:
     sandbox: SandboxSetting = "auto"
     #: the bubblewrap executable: a name looked up on PATH, or a path
     bwrap: str = "bwrap"
+    #: processes one confined command may run at once (SPEC §9.3)
+    max_processes: int = attrs.field(default=512, validator=_at_least_one)
+    #: more paths hidden from confined commands (exact paths, ``~`` expanded), beyond the built-in
+    #: list (``~/.ssh``, ``~/.aws``, ``~/.gnupg``, ``~/.config/gh``, ``~/.netrc``, ``~/.docker``, ``/etc/shadow``...)
+    hidden_paths: tuple[str, ...] = ()
+    #: more directories confined commands may read (read-only), e.g. a toolchain in the home directory
+    read_only_paths: tuple[str, ...] = ()

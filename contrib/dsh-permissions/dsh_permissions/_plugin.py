@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from dsh_core import Ask, ConfigError, Deny, hookimpl
@@ -37,9 +38,15 @@ class PermissionsPlugin:
     provides: ClassVar[tuple[str, ...]] = ("permissions", "workspace_policy", "sandbox")
     Config = PermissionsConfig
 
-    def __init__(self) -> None:
+    def __init__(self, *, run_as: Sequence[str] = ()) -> None:
+        """``run_as``: an argv prefix that runs bwrap as another user (``setpriv --reuid=...``).
+
+        The entry point builds the plugin without it; dsh's tests pass one to run the sandbox
+        as ``nobody`` from a harness running as root.
+        """
         self._permissions: Permissions | None = None
         self._sandbox: BwrapSandbox | None = None
+        self._run_as = tuple(run_as)
 
     def start(self, ctx: Context) -> None:
         config = ctx.config if isinstance(ctx.config, PermissionsConfig) else PermissionsConfig()
@@ -49,7 +56,16 @@ class PermissionsPlugin:
             path = str(exc).partition(":")[0]
             raise ConfigError(str(exc), path=path) from None
         permissions = Permissions(ctx, config.mode, rules)
-        sandbox = BwrapSandbox(config.sandbox, config.bwrap, permissions.mode_for)
+        sandbox = BwrapSandbox(
+            config.sandbox,
+            config.bwrap,
+            permissions.mode_for,
+            max_processes=config.max_processes,
+            hidden=config.hidden_paths,
+            read_only=config.read_only_paths,
+            run_as=self._run_as,
+        )
+        ctx.effect(sandbox.close)
         self._permissions, self._sandbox = permissions, sandbox
         ctx.provide("permissions", permissions)
         ctx.provide("workspace_policy", permissions)

@@ -1,96 +1,156 @@
-"""The bubblewrap process sandbox: the ``sandbox`` service that confines ``bash`` commands.
+"""The bubblewrap process sandbox: the ``sandbox`` service that confines ``bash`` commands (SPEC §9.3).
 
-In the read-only and workspace-write modes a command runs as::
-
-    bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp
-          --bind <cwd> <cwd>          (workspace-write; read-only mode: --ro-bind <cwd> <cwd>)
-          --unshare-net --unshare-pid --die-with-parent --new-session --chdir <cwd> -- <argv>
-
-so the system is read-only, only the workspace (and a private ``/tmp``) is writable, there is no
-network but a private loopback, and the command's processes live in their own pid namespace,
-which the kernel empties when bwrap dies: stopping bwrap stops everything the command started.
+In the read-only and workspace-write modes a command runs in bubblewrap as ``_confine`` lays it
+out: no capability, no mount, only the system directories (read-only), the workspace (read-only
+in read-only mode) and a private ``/tmp``, secret paths hidden, no network, at most
+``max_processes`` processes, and its own pid namespace, which the workspace's teardown empties
+(``dsh_workspace``: it kills the namespace's init and waits for bwrap, which exits only after).
 In full-access mode, or with ``sandbox = "off"``, commands run unconfined.
 
-Whether bwrap works is probed once, by running ``true`` under the same options (it may be
-missing, or the kernel may refuse the namespaces it needs). With ``sandbox = "required"`` a
-failed probe refuses every command it would confine; with ``auto`` they run unconfined and a
-warning is logged once.
+What works here is probed once, by running ``cat /proc/self/status`` confined with every feature
+and then with fewer (bubblewrap may be missing or old, the kernel may refuse user namespaces or
+be too old for a pid_max per namespace); the probe checks inside that ``CapEff`` is 0. With
+``sandbox = "required"`` a command is refused unless every guarantee holds, with a message naming
+the missing ones; with ``auto`` it runs with what works (unconfined when nothing does) and one
+warning names what is missing.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import re
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import anyio
+import anyio.to_thread
 import attrs
 
 from ._config import Mode, SandboxSetting
+from ._confine import GUARANTEES, Guarantee, Profile, confined_argv, hidden_paths
 
 if TYPE_CHECKING:
     from dsh_core import ToolExecution
 
-__all__ = ["BwrapSandbox", "SandboxStatus", "SandboxUnavailableError", "bwrap_argv"]
+__all__ = ["BwrapSandbox", "SandboxStatus", "SandboxUnavailableError"]
 
 logger = logging.getLogger("dsh.permissions")
 
-#: seconds the probe may take
-_PROBE_LIMIT = 10.0
+#: seconds each probe run may take
+_PROBE_LIMIT: Final = 10.0
 #: bytes of bwrap's complaint kept for the message
-_MAX_DETAIL = 500
+_MAX_DETAIL: Final = 300
+#: the first kernel whose pid namespaces each carry their own pid_max (writing it on an older one
+#: would change the host's)
+_PID_MAX_KERNEL: Final = (6, 14)
+_CAP_EFF = re.compile(r"^CapEff:\s*([0-9a-f]+)$", re.MULTILINE)
 
 
 class SandboxUnavailableError(RuntimeError):
-    """A command must run in the sandbox (``sandbox = "required"``), and no sandbox can be made."""
+    """A command must run in the sandbox (``sandbox = "required"``), and the sandbox cannot hold it."""
 
 
 @attrs.frozen
 class SandboxStatus:
-    """The probe's result: whether bwrap can confine commands here, and if not, why."""
+    """The probe's result: whether every guarantee holds here, and if not, which are missing and why."""
 
+    #: every guarantee of SPEC §9.3 holds
     available: bool
     #: the bwrap executable found, or ``None``
     executable: str | None
     reason: str | None = None
+    #: the guarantees that do not hold (all of them when bwrap cannot run at all)
+    missing: tuple[Guarantee, ...] = ()
+    #: the strongest confinement that works here, or ``None``: commands run unconfined
+    profile: Profile | None = None
 
 
-def bwrap_argv(
-    bwrap: str, argv: Sequence[str], *, cwd: str, writable: bool, network: bool = False
-) -> list[str]:
-    """``argv`` confined by bwrap: read-only system, ``cwd`` writable when ``writable``, no network."""
-    confined = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    # The workspace is bound after the /tmp tmpfs, so that a workspace below /tmp stays visible.
-    confined += ["--bind" if writable else "--ro-bind", cwd, cwd]
-    if not network:
-        confined.append("--unshare-net")
-    confined += ["--unshare-pid", "--die-with-parent", "--new-session", "--chdir", cwd, "--", *argv]
-    return confined
+def _kernel() -> tuple[int, ...]:
+    release = os.uname().release
+    numbers = re.match(r"(\d+)\.(\d+)", release)
+    return (int(numbers.group(1)), int(numbers.group(2))) if numbers else (0, 0)
+
+
+def _read_pid_max() -> str:
+    with open("/proc/sys/kernel/pid_max") as file:
+        return file.read().strip()
+
+
+def _write_pid_max(value: str) -> None:
+    with open("/proc/sys/kernel/pid_max", "w") as file:
+        file.write(value)
 
 
 class BwrapSandbox:
-    """The ``sandbox`` service: wraps commands in bwrap according to each agent's mode."""
+    """The ``sandbox`` service: wraps commands in bwrap according to each agent's mode.
 
-    def __init__(self, setting: SandboxSetting, bwrap: str, mode_for: Callable[[str | None], Mode]) -> None:
+    ``run_as`` is an argv prefix that runs bwrap as another user (``setpriv --reuid=...``); with
+    it, bwrap is treated as unprivileged. The tests use it to run the sandbox as ``nobody``.
+    """
+
+    def __init__(
+        self,
+        setting: SandboxSetting,
+        bwrap: str,
+        mode_for: Callable[[str | None], Mode],
+        *,
+        max_processes: int = 512,
+        hidden: Sequence[str] = (),
+        read_only: Sequence[str] = (),
+        run_as: Sequence[str] = (),
+    ) -> None:
         self._setting = setting
         self._bwrap = bwrap
         self._mode_for = mode_for
+        self._max_processes = max_processes
+        self._home = os.path.expanduser("~")
+        self._hidden = hidden_paths(hidden, self._home)
+        self._read_only = tuple(os.path.normpath(os.path.expanduser(path)) for path in read_only)
+        self._run_as = tuple(run_as)
+        self._as_root = os.geteuid() == 0 and not self._run_as
         self._status: SandboxStatus | None = None
         self._probing: anyio.Event | None = None
         self._warned = False
+        self._private: str | None = None
 
     @property
     def setting(self) -> SandboxSetting:
         return self._setting
 
+    @property
+    def max_processes(self) -> int:
+        return self._max_processes
+
     def confines(self, mode: Mode) -> bool:
         """Whether commands of an agent in ``mode`` are meant to run in the sandbox."""
         return self._setting != "off" and mode != "full-access"
 
+    def close(self) -> None:
+        """Remove the sandbox's private directory (the empty file that stands in for hidden files). Idempotent."""
+        private, self._private = self._private, None
+        if private is not None:
+            shutil.rmtree(private, ignore_errors=True)
+
+    def _private_dir(self) -> str:
+        """A directory with an empty, read-only file: what a hidden file looks like inside."""
+        if self._private is None:
+            private = tempfile.mkdtemp(prefix="dsh-sandbox-")
+            os.chmod(private, 0o755)  # bwrap may run as another user (run_as)
+            empty = os.path.join(private, "empty")
+            with open(empty, "x"):
+                pass
+            os.chmod(empty, 0o444)
+            self._private = private
+        return self._private
+
+    # ------------------------------------------------------------------ the probe
+
     async def status(self) -> SandboxStatus:
-        """Whether bwrap works here; probed on first use, then remembered."""
+        """Which guarantees hold here; probed on first use, then remembered."""
         while self._status is None:
             if self._probing is not None:
                 await self._probing.wait()
@@ -103,53 +163,151 @@ class BwrapSandbox:
                 self._probing = None
         return self._status
 
+    def _process_cap(self, bwrap: str) -> tuple[Profile, str | None]:
+        """The strongest profile this host may allow, and why it has no process cap (or ``None``)."""
+        if not self._as_root:
+            prlimit = shutil.which("prlimit")
+            if prlimit is None:
+                return Profile(bwrap=bwrap, process_cap=None), "prlimit (util-linux) is not installed"
+            return Profile(bwrap=bwrap, process_cap="rlimit", helper=(prlimit,)), None
+        # RLIMIT_NPROC never applies to uid 0, even in a user namespace: as root the cap is the
+        # pid namespace's own pid_max, which exists from Linux 6.14 on.
+        kernel = _kernel()
+        if kernel < _PID_MAX_KERNEL:
+            why = (
+                f"dsh runs as root, and Linux {'.'.join(map(str, kernel))} has no pid_max per pid namespace "
+                "(6.14 or later is needed; RLIMIT_NPROC does not limit root)"
+            )
+            return Profile(bwrap=bwrap, process_cap=None), why
+        unshare, sh = shutil.which("unshare"), shutil.which("sh")
+        if unshare is None or sh is None:
+            return Profile(bwrap=bwrap, process_cap=None), "unshare (util-linux) is not installed"
+        return Profile(bwrap=bwrap, process_cap="pid-max", helper=(unshare, sh)), None
+
     async def _probe(self) -> SandboxStatus:
         executable = shutil.which(self._bwrap)
         if executable is None:
-            return SandboxStatus(False, None, f"bubblewrap ({self._bwrap!r}) is not installed or not on PATH")
-        argv = bwrap_argv(executable, ["true"], cwd="/", writable=False)
-        failure: str | None = None
+            reason = f"bubblewrap ({self._bwrap!r}) is not installed or not on PATH"
+            return SandboxStatus(False, None, reason, tuple(GUARANTEES))
+        private = await anyio.to_thread.run_sync(self._private_dir)
+        full, cap_problem = self._process_cap(executable)
+        candidates = [full]
+        if full.process_cap is not None:
+            candidates.append(attrs.evolve(full, process_cap=None, helper=()))
+        candidates.append(attrs.evolve(full, disable_userns=False, process_cap=None, helper=()))
+        candidates.append(attrs.evolve(full, user_namespace=False, disable_userns=False, process_cap=None, helper=()))
+        problems: list[str] = [cap_problem] if cap_problem else []
+        for profile in candidates:
+            outcome = await self._try(profile, private)
+            if isinstance(outcome, str):
+                if outcome not in problems:
+                    problems.append(outcome)
+                continue
+            missing = list(profile.missing())
+            if outcome != 0:
+                missing.insert(0, "capabilities")
+                problems.append(f"CapEff is {outcome:x} inside")
+            if not missing:
+                return SandboxStatus(True, executable, None, (), profile)
+            return SandboxStatus(False, executable, "; ".join(problems), tuple(missing), profile)
+        return SandboxStatus(False, executable, "; ".join(problems), tuple(GUARANTEES))
+
+    async def _try(self, profile: Profile, private: str) -> int | str:
+        """Run the probe in ``profile``: the CapEff inside, or why it failed."""
+        argv = [
+            *self._run_as,
+            *confined_argv(
+                profile,
+                ["cat", "/proc/self/status"],
+                cwd=private,
+                writable=False,
+                max_processes=self._max_processes,
+                hidden=self._hidden,
+                empty_file=os.path.join(private, "empty"),
+                home=self._home,
+                read_only=self._read_only,
+            ),
+        ]
+        before = _read_pid_max() if profile.process_cap == "pid-max" else None
         with anyio.move_on_after(_PROBE_LIMIT) as deadline:
             try:
                 done = await anyio.run_process(argv, check=False, stdin=subprocess.DEVNULL)
             except OSError as exc:
-                failure = f"{executable} could not be started ({exc.strerror or exc})"
-            else:
-                if done.returncode != 0:
-                    detail = (done.stderr or done.stdout).decode("utf-8", "replace").strip()[:_MAX_DETAIL]
-                    failure = (
-                        f"{executable} failed its probe (exit {done.returncode}): {detail or 'no message'}"
-                    )
+                return f"{profile.bwrap} could not be started ({exc.strerror or exc})"
         if deadline.cancelled_caught:
-            failure = f"{executable} did not finish its probe within {_PROBE_LIMIT:g} s"
-        if failure is not None:
-            return SandboxStatus(False, executable, failure)
-        return SandboxStatus(True, executable)
+            return f"{profile.bwrap} did not finish its probe within {_PROBE_LIMIT:g} s"
+        if before is not None and _read_pid_max() != before:  # never expected on Linux >= 6.14
+            _write_pid_max(before)
+            return "writing pid_max in a pid namespace changed the host's; the process cap is off"
+        if done.returncode != 0:
+            detail = (done.stderr or done.stdout).decode("utf-8", "replace").strip()[:_MAX_DETAIL]
+            return (
+                f"{profile.bwrap} failed its probe ({_features(profile)}; exit {done.returncode}): "
+                f"{detail or 'no message'}"
+            )
+        found = _CAP_EFF.search(done.stdout.decode("utf-8", "replace"))
+        return int(found.group(1), 16) if found else -1
+
+    # ------------------------------------------------------------------ use
 
     def refusal(self, status: SandboxStatus) -> str:
-        """The message for a command that cannot run because the required sandbox cannot be made."""
+        """The message for a command that cannot run because the required sandbox does not hold here."""
+        missing = "; ".join(GUARANTEES[guarantee] for guarantee in status.missing)
         return (
-            f"the sandbox is required (plugins.permissions.sandbox = 'required') but cannot be made: "
-            f"{status.reason}. Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) on a kernel "
-            "that allows unprivileged user namespaces, or set sandbox = 'auto' to run commands unconfined"
+            f"the sandbox is required (plugins.permissions.sandbox = 'required') but cannot guarantee: {missing} "
+            f"({status.reason}). Install bubblewrap 0.8 or later (Debian/Ubuntu: apt-get install bubblewrap) on a "
+            "kernel that allows user namespaces (Linux 6.14 or later when dsh runs as root), or set "
+            "sandbox = 'auto' to run commands with the confinement that works here"
         )
 
     async def wrap(self, argv: Sequence[str], *, cwd: str, execution: ToolExecution) -> list[str]:
         """The argv that runs ``argv`` as the agent's mode says: confined, or as it is.
 
-        :raises SandboxUnavailableError: when the sandbox is required and cannot be made.
+        :raises SandboxUnavailableError: when the sandbox is required and a guarantee does not hold.
         """
         mode = self._mode_for(execution.agent_id)
         if not self.confines(mode):
             return list(argv)
         status = await self.status()
-        if not status.available or status.executable is None:
+        if not status.available:
             if self._setting == "required":
                 raise SandboxUnavailableError(self.refusal(status))
             if not self._warned:
                 self._warned = True
-                logger.warning(
-                    "commands run without a sandbox: %s (plugins.permissions.sandbox = 'auto')", status.reason
-                )
+                if status.profile is None:
+                    logger.warning(
+                        "commands run without a sandbox: %s (plugins.permissions.sandbox = 'auto')", status.reason
+                    )
+                else:
+                    logger.warning(
+                        "commands run in a sandbox without: %s; because %s (plugins.permissions.sandbox = 'auto')",
+                        "; ".join(GUARANTEES[guarantee] for guarantee in status.missing),
+                        status.reason,
+                    )
+        profile = status.profile
+        if profile is None:
             return list(argv)
-        return bwrap_argv(status.executable, argv, cwd=cwd, writable=mode == "workspace-write")
+        private = self._private_dir()
+        return [
+            *self._run_as,
+            *confined_argv(
+                profile,
+                argv,
+                cwd=cwd,
+                writable=mode == "workspace-write",
+                max_processes=self._max_processes,
+                hidden=self._hidden,
+                empty_file=os.path.join(private, "empty"),
+                home=self._home,
+                read_only=self._read_only,
+            ),
+        ]
+
+
+def _features(profile: Profile) -> str:
+    used = ["--unshare-user"] if profile.user_namespace else ["no user namespace"]
+    if profile.disable_userns:
+        used.append("--disable-userns")
+    if profile.process_cap is not None:
+        used.append(f"process cap by {profile.process_cap}")
+    return ", ".join(used)

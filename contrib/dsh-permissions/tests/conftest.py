@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeAlias
 
+import anyio
 import pytest
-from dsh_permissions import PermissionsPlugin
-from dsh_permissions._sandbox import bwrap_argv
+from dsh_permissions import BwrapSandbox, PermissionsPlugin
 from dsh_workspace import WorkspacePlugin
 
 from dsh_core import Context, Harness
@@ -48,19 +47,15 @@ def start() -> Start:
 
 @pytest.fixture(scope="session")
 def bwrap_problem() -> str | None:
-    """Why bubblewrap cannot confine commands on this machine, or ``None`` when it can."""
-    executable = shutil.which("bwrap")
-    if executable is None:
-        return "bubblewrap (bwrap) is not installed"
-    probe = subprocess.run(
-        bwrap_argv(executable, ["true"], cwd="/", writable=False),
-        capture_output=True,
-        check=False,
-        timeout=30,
-    )
-    if probe.returncode != 0:
-        return f"bwrap failed its probe: {probe.stderr.decode(errors='replace').strip()}"
-    return None
+    """Why the sandbox cannot give every guarantee on this machine, or ``None`` when it can."""
+    sandbox = BwrapSandbox("required", "bwrap", lambda agent: "workspace-write")
+    try:
+        status = anyio.run(sandbox.status)
+    finally:
+        sandbox.close()
+    if status.available:
+        return None
+    return f"{status.reason} (missing: {', '.join(status.missing)})"
 
 
 @pytest.fixture

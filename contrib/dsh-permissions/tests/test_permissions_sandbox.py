@@ -14,7 +14,7 @@ import anyio
 import anyio.to_thread
 import pytest
 from dsh_permissions import BwrapSandbox, SandboxStatus, SandboxUnavailableError
-from dsh_permissions._sandbox import bwrap_argv
+from dsh_permissions._confine import Profile, confined_argv
 
 from dsh_core import CancelSignal, Context, ToolExecution, ToolResult
 
@@ -30,7 +30,7 @@ async def fails_closed_instead(start: Start, ws: Path, problem: str) -> None:
     async with start(sandbox="required") as ctx:
         result = await call(ctx, "bash", ws, command="touch ran.txt")
     assert result.error_code == "DENIED"
-    assert "the sandbox is required (plugins.permissions.sandbox = 'required') but cannot be made" in text(
+    assert "the sandbox is required (plugins.permissions.sandbox = 'required') but cannot guarantee" in text(
         result
     )
     assert not (ws / "ran.txt").exists()
@@ -58,7 +58,7 @@ async def test_sandbox_allows_the_workspace_and_stops_writes_elsewhere(
         root = await run(ctx, ws, "cd / && touch dsh-sandbox-escape; echo status=$?")
     assert text(inside).startswith("hi\n")
     assert (ws / "made.txt").read_text() == "hi\n"
-    assert "Read-only file system" in text(outside)
+    assert "No such file or directory" in text(outside)  # /var/tmp inside is a private one
     assert "status=1" in text(outside)
     assert not (host_dir / "planted.txt").exists()
     assert "Read-only file system" in text(root)
@@ -235,10 +235,13 @@ async def test_required_sandbox_without_bwrap_denies_commands(start: Start, ws: 
     assert result.error_code == "DENIED"
     assert text(result) == (
         "Error: the call to tool 'bash' was denied: the sandbox is required (plugins.permissions.sandbox = "
-        "'required') but cannot be made: bubblewrap ('/nonexistent/bwrap') is not installed or not on PATH. "
-        "Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) on a kernel that allows unprivileged "
-        "user namespaces, or set sandbox = 'auto' to run commands unconfined. Do not repeat the same call; "
-        "try another approach, or ask the user."
+        "'required') but cannot guarantee: no capability inside (CapEff 0); no mount, even in the sandbox's own "
+        "namespaces; only the system directories, the workspace and a private /tmp (no host socket, no secret "
+        "path); no network; a cap on processes (max_processes); every process stopped when the command ends (its "
+        "own pid namespace) (bubblewrap ('/nonexistent/bwrap') is not installed or not on PATH). Install "
+        "bubblewrap 0.8 or later (Debian/Ubuntu: apt-get install bubblewrap) on a kernel that allows user "
+        "namespaces (Linux 6.14 or later when dsh runs as root), or set sandbox = 'auto' to run commands with the "
+        "confinement that works here. Do not repeat the same call; try another approach, or ask the user."
     )
     assert not (ws / "ran.txt").exists()
     assert not reads.is_error
@@ -255,7 +258,8 @@ async def test_required_sandbox_with_a_failing_bwrap_denies_commands(
         result = await call(ctx, "bash", ws, command="touch ran.txt")
         status = await ctx.sandbox.status()
     assert result.error_code == "DENIED"
-    assert f"{fake} failed its probe (exit 1): bwrap: No permissions to create new namespace" in text(result)
+    assert f"{fake} failed its probe (--unshare-user, --disable-userns" in text(result)
+    assert "exit 1): bwrap: No permissions to create new namespace" in text(result)
     assert not status.available
     assert not (ws / "ran.txt").exists()
 
@@ -298,23 +302,47 @@ async def test_sandbox_off_never_wraps(start: Start, ws: Path) -> None:
             ]
 
 
-def test_bwrap_argv_binds_the_workspace_after_tmp() -> None:
-    """The command line: read-only system, private /tmp, then the workspace, no network, own pid namespace."""
-    assert bwrap_argv("bwrap", ["bash", "-c", "ls"], cwd="/w", writable=True) == [
-        "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-        "--bind", "/w", "/w", "--unshare-net", "--unshare-pid", "--die-with-parent", "--new-session",
-        "--chdir", "/w", "--", "bash", "-c", "ls",
+def test_confined_argv_mounts_the_workspace_after_tmp_and_hides_last(tmp_path: Path) -> None:
+    """Private /tmp and home first, then the workspace, then the hidden paths; no network, no capability."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("x")
+    profile = Profile(bwrap="bwrap", process_cap="rlimit", helper=("prlimit",))
+    argv = confined_argv(
+        profile, ["bash", "-c", "ls"], cwd="/w", writable=True, max_processes=7, hidden=[str(secret), str(tmp_path)],
+        empty_file="/e", home="/home/u",
+    )  # fmt: skip
+    assert argv[:8] == ["bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL",
+                        "--die-with-parent", "--new-session"]  # fmt: skip
+    assert "--share-net" not in argv
+    tail = argv[argv.index("/proc") + 1 :]
+    assert tail == [
+        "--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/home/u", "--bind", "/w", "/w",
+        "--ro-bind", "/e", str(secret), "--tmpfs", str(tmp_path), "--remount-ro", str(tmp_path),
+        "--remount-ro", "/", "--chdir", "/w", "--", "prlimit", "--nproc=8:8", "--", "bash", "-c", "ls",
     ]  # fmt: skip
-    read_only = bwrap_argv("bwrap", ["x"], cwd="/w", writable=False, network=True)
-    assert read_only[read_only.index("/tmp") + 1 : read_only.index("/tmp") + 4] == ["--ro-bind", "/w", "/w"]
-    assert "--unshare-net" not in read_only
+    read_only = confined_argv(
+        profile, ["x"], cwd="/w", writable=False, max_processes=7, hidden=[], empty_file="/e", home="/w/home"
+    )
+    assert read_only[read_only.index("/var/tmp") + 1 : read_only.index("/var/tmp") + 4] == ["--ro-bind", "/w", "/w"]
+
+
+def test_confined_argv_as_root_caps_processes_with_pid_max() -> None:
+    """As root the command runs in a pid namespace whose pid_max leaves room for max_processes (floor 301)."""
+    profile = Profile(bwrap="bwrap", process_cap="pid-max", helper=("unshare", "sh"))
+    argv = confined_argv(profile, ["x"], cwd="/w", writable=True, max_processes=512, hidden=[], empty_file="/e", home=None)
+    assert argv[:9] == ["unshare", "--pid", "--fork", "--kill-child", "--", "sh", "-c",
+                        'echo 515 > /proc/sys/kernel/pid_max && exec "$@"', "sh"]  # fmt: skip
+    assert argv[9] == "bwrap"
+    assert argv[-2:] == ["--", "x"]
+    small = confined_argv(profile, ["x"], cwd="/w", writable=True, max_processes=5, hidden=[], empty_file="/e", home=None)
+    assert "echo 301 > /proc/sys/kernel/pid_max" in small[7]
 
 
 async def test_status_is_probed_once(tmp_path: Path) -> None:
     """Concurrent first uses share one probe; the result is remembered."""
     counter = tmp_path / "count"
     fake = tmp_path / "bwrap"
-    fake.write_text(f"#!/bin/sh\necho x >> {counter}\nexit 0\n")
+    fake.write_text(f"#!/bin/sh\necho x >> {counter}\necho 'CapEff:\t0000000000000000'\n")
     fake.chmod(0o755)
     sandbox = BwrapSandbox("required", str(fake), lambda agent: "workspace-write")
     results: list[SandboxStatus] = []

@@ -10,6 +10,14 @@ ends, the group is stopped and the leader reaped:
   cancellation): the group gets SIGTERM, then SIGKILL after a short grace, and the leader is
   reaped, shielded from the cancellation and time-limited so that a cancel never hangs.
 
+A sandboxed command (bubblewrap) runs in a pid namespace of its own, whose init is a child of the
+leader; a process group cannot hold it (the command starts a session of its own, and may
+``setsid`` again). Stopping it therefore kills that init, which makes the kernel kill every
+process of the namespace (fork bombs included: the namespace takes no new process once its init
+is gone), and then waits for the leader: bwrap exits only after it has reaped the init, and the
+init is reaped only when its namespace is empty. So when the leader has exited, nothing the
+command started is left, whether it ended by itself, timed out or was cancelled.
+
 Output beyond the cap keeps its head and its tail, with a marker saying how much was cut.
 """
 
@@ -27,7 +35,7 @@ import anyio
 import anyio.abc
 import attrs
 
-__all__ = ["CommandOutcome", "OutputCapture", "run_command"]
+__all__ = ["CommandOutcome", "OutputCapture", "namespace_inits", "run_command"]
 
 logger = logging.getLogger("dsh.workspace")
 
@@ -100,12 +108,44 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
-async def _stop_group(process: anyio.abc.Process, grace: float) -> None:
-    """SIGTERM the group, wait ``grace`` for the leader, SIGKILL the group, reap the leader.
+def namespace_inits(pid: int) -> list[int]:
+    """The children of ``pid`` that are the init (pid 1) of a pid namespace of their own."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as file:
+            children = [int(child) for child in file.read().split()]
+    except (OSError, ValueError):
+        return []
+    inits = []
+    for child in children:
+        try:
+            with open(f"/proc/{child}/status") as file:
+                status = file.read()
+        except OSError:
+            continue
+        nspid = next((line.split()[1:] for line in status.splitlines() if line.startswith("NSpid:")), [])
+        if len(nspid) > 1 and nspid[-1] == "1":
+            inits.append(child)
+    return inits
 
-    The final SIGKILL goes to the whole group even when the leader exited in time: members
-    that ignored SIGTERM or were still exiting must not outlive the call.
+
+async def _stop_group(process: anyio.abc.Process, grace: float) -> None:
+    """Stop everything the command started, then reap the leader.
+
+    A pid namespace init among the leader's children is killed first, and the leader awaited
+    (its exit means the namespace is empty). Otherwise: SIGTERM the group, wait ``grace`` for the
+    leader, SIGKILL the group. The final SIGKILL goes to the whole group even when the leader
+    exited in time: members that ignored SIGTERM or were still exiting must not outlive the call.
     """
+    inits = namespace_inits(process.pid)
+    for init in inits:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(init, signal.SIGKILL)
+    if inits:
+        with anyio.move_on_after(_REAP_LIMIT):
+            await process.wait()
+        if process.returncode is not None:
+            _signal_group(process.pid, signal.SIGKILL)
+            return
     _signal_group(process.pid, signal.SIGTERM)
     with anyio.move_on_after(grace):
         await process.wait()

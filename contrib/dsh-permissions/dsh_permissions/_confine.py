@@ -1,0 +1,178 @@
+"""The bubblewrap command line: what a confined command sees, and what holds it in.
+
+``confined_argv`` is pure: the probe (``_sandbox``) decides which of bubblewrap's features work
+here (a ``Profile``), and this module turns a command into the argv that runs it so::
+
+    [unshare --pid --fork --kill-child -- sh -c 'echo P > /proc/sys/kernel/pid_max ...']   (root)
+    bwrap --unshare-all --unshare-user --disable-userns --cap-drop ALL
+          --die-with-parent --new-session
+          --ro-bind /usr /usr  --symlink usr/bin /bin ...  --ro-bind /etc /etc ...   system, read-only
+          --dev /dev --proc /proc --tmpfs /tmp --tmpfs /var/tmp [--tmpfs $HOME]      its own
+          --bind <workspace> <workspace>             (read-only mode: --ro-bind)
+          --ro-bind <empty file> /etc/shadow  --tmpfs ~/.ssh --remount-ro ~/.ssh ... hidden paths
+          --remount-ro / --chdir <workspace>
+          -- [prlimit --nproc=N+1:N+1 --] <argv>                                  (not root)
+
+Nothing else of the host is mounted: ``/run``, ``/var/run``, the host's ``/tmp`` and
+``/var/tmp`` and home directories (where Unix sockets live) do not exist inside.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from typing import Final, Literal, TypeAlias
+
+import attrs
+
+__all__ = [
+    "DEFAULT_HIDDEN",
+    "GUARANTEES",
+    "PID_MAX_FLOOR",
+    "SYSTEM_DIRS",
+    "Guarantee",
+    "Profile",
+    "confined_argv",
+    "hidden_paths",
+]
+
+#: The guarantees of SPEC §9.3, each named by what it keeps from the command.
+Guarantee: TypeAlias = Literal["capabilities", "mounts", "filesystem", "network", "processes", "teardown"]
+
+#: What each guarantee means, for messages and docs.
+GUARANTEES: Final[dict[Guarantee, str]] = {
+    "capabilities": "no capability inside (CapEff 0)",
+    "mounts": "no mount, even in the sandbox's own namespaces",
+    "filesystem": "only the system directories, the workspace and a private /tmp (no host socket, no secret path)",
+    "network": "no network",
+    "processes": "a cap on processes (max_processes)",
+    "teardown": "every process stopped when the command ends (its own pid namespace)",
+}
+
+#: Read-only system directories a command may need (those present on the host are mounted).
+SYSTEM_DIRS: Final = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix", "/sys")
+#: Paths hidden from every confined command (SPEC §9.3), ``~`` the harness's home; then the config's.
+DEFAULT_HIDDEN: Final = (
+    "~/.ssh",
+    "~/.aws",
+    "~/.gnupg",
+    "~/.config/gh",
+    "~/.netrc",
+    "~/.docker",
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/ssl/private",
+)
+#: The smallest pid_max the kernel accepts for a pid namespace.
+PID_MAX_FLOOR: Final = 301
+#: Processes of the sandbox itself in the pid namespace that carries pid_max: the outer bwrap
+#: (pid 1 there) and bwrap's init in the inner namespace.
+_PID_MAX_OVERHEAD: Final = 3
+
+
+@attrs.frozen(kw_only=True)
+class Profile:
+    """Which bubblewrap features work here, as the probe found them, and the helpers they need."""
+
+    bwrap: str
+    #: a user namespace of its own (``--unshare-user``)
+    user_namespace: bool = True
+    #: no nested user namespace (``--disable-userns``, bubblewrap 0.8)
+    disable_userns: bool = True
+    #: how ``max_processes`` is enforced: RLIMIT_NPROC counted in the sandbox's user namespace
+    #: (not root), the pid namespace's pid_max (root: RLIMIT_NPROC never limits uid 0), or not at all
+    process_cap: Literal["rlimit", "pid-max"] | None = "rlimit"
+    #: ``prlimit`` (rlimit) or ``unshare`` and ``sh`` (pid-max), absolute paths
+    helper: tuple[str, ...] = ()
+
+    def missing(self) -> tuple[Guarantee, ...]:
+        """The guarantees this profile does not give."""
+        out: list[Guarantee] = []
+        if not (self.user_namespace and self.disable_userns):
+            out.append("mounts")
+        if self.process_cap is None:
+            out.append("processes")
+        return tuple(out)
+
+
+def hidden_paths(extra: Iterable[str], home: str) -> tuple[str, ...]:
+    """The default hidden paths and ``extra``, ``~`` expanded to ``home``, normalised, without duplicates."""
+    out: dict[str, None] = {}
+    for path in (*DEFAULT_HIDDEN, *extra):
+        if path == "~" or path.startswith("~/"):
+            path = home + path[1:]
+        out[os.path.normpath(path)] = None
+    return tuple(out)
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _system_mounts(read_only: Sequence[str]) -> list[str]:
+    args: list[str] = []
+    for path in (*SYSTEM_DIRS, *read_only):
+        if os.path.islink(path) and path in SYSTEM_DIRS:
+            args += ["--symlink", os.readlink(path), path]  # merged /usr: /bin -> usr/bin
+        elif os.path.exists(path):
+            args += ["--ro-bind", path, path]
+    return args
+
+
+def _hidden_mounts(hidden: Sequence[str], empty_file: str) -> list[str]:
+    args: list[str] = []
+    for path in hidden:
+        if os.path.isdir(path):
+            args += ["--tmpfs", path, "--remount-ro", path]
+        elif os.path.lexists(path):
+            args += ["--ro-bind", empty_file, path]
+    return args
+
+
+def confined_argv(
+    profile: Profile,
+    argv: Sequence[str],
+    *,
+    cwd: str,
+    writable: bool,
+    max_processes: int,
+    hidden: Sequence[str],
+    empty_file: str,
+    home: str | None,
+    read_only: Sequence[str] = (),
+    network: bool = False,
+) -> list[str]:
+    """``argv`` run in ``cwd`` (the workspace, writable when ``writable``) inside the sandbox ``profile`` allows."""
+    wrapper: list[str] = []
+    command = list(argv)
+    if profile.process_cap == "rlimit":
+        # Counted per (user namespace, uid): the limit covers the sandbox's init and the command's processes.
+        (prlimit,) = profile.helper
+        command = [prlimit, f"--nproc={max_processes + 1}:{max_processes + 1}", "--", *command]
+    elif profile.process_cap == "pid-max":
+        unshare, sh = profile.helper
+        pid_max = max(max_processes + _PID_MAX_OVERHEAD, PID_MAX_FLOOR)
+        script = f'echo {pid_max} > /proc/sys/kernel/pid_max && exec "$@"'
+        wrapper = [unshare, "--pid", "--fork", "--kill-child", "--", sh, "-c", script, "sh"]
+    args = [profile.bwrap, "--unshare-all"]
+    if profile.user_namespace:
+        args.append("--unshare-user")
+        if profile.disable_userns:
+            args.append("--disable-userns")
+    if network:
+        args.append("--share-net")
+    args += ["--cap-drop", "ALL", "--die-with-parent", "--new-session"]
+    args += _system_mounts(read_only)
+    args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp"]
+    # The home directory is an empty one of its own, unless the workspace shows it (then the hidden
+    # paths below cover its secrets). Mounted before the workspace, which may lie inside it.
+    if home and home != "/" and not _within(home, cwd) and not any(_within(home, d) for d in SYSTEM_DIRS):
+        args += ["--tmpfs", home]
+    # The workspace comes after the tmpfs mounts, so that a workspace below /tmp or ~ stays visible.
+    args += ["--bind" if writable else "--ro-bind", cwd, cwd]
+    args += _hidden_mounts(hidden, empty_file)
+    # bwrap's own root (a tmpfs holding the mount points) becomes read-only; the mounts keep theirs.
+    args += ["--remount-ro", "/", "--chdir", cwd, "--", *command]
+    return [*wrapper, *args]
