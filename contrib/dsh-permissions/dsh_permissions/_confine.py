@@ -4,8 +4,8 @@
 here (a ``Profile``), and this module turns a command into the argv that runs it so::
 
     [unshare --pid --fork --kill-child -- sh -c 'echo P > /proc/sys/kernel/pid_max ...']   (root)
-    bwrap --unshare-all --unshare-user --disable-userns --cap-drop ALL
-          --die-with-parent --new-session
+    bwrap --unshare-pid --unshare-ipc --unshare-uts --unshare-user --disable-userns --unshare-net
+          --cap-drop ALL --die-with-parent --new-session
           --ro-bind /usr /usr  --symlink usr/bin /bin ...  --ro-bind /etc /etc ...   system, read-only
           --dev /dev --proc /proc --tmpfs /tmp --tmpfs /var/tmp [--tmpfs $HOME]      its own
           --bind <workspace> <workspace>             (read-only mode: --ro-bind)
@@ -50,7 +50,8 @@ GUARANTEES: Final[dict[Guarantee, str]] = {
 }
 
 #: Read-only system directories a command may need (those present on the host are mounted).
-SYSTEM_DIRS: Final = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix", "/sys")
+#: (Not /sys: binding it costs more than the rest of the sandbox, for commands that rarely need it.)
+SYSTEM_DIRS: Final = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix")
 #: Paths hidden from every confined command (SPEC §9.3), ``~`` the harness's home; then the config's.
 DEFAULT_HIDDEN: Final = (
     "~/.ssh",
@@ -67,8 +68,8 @@ DEFAULT_HIDDEN: Final = (
 )
 #: The smallest pid_max the kernel accepts for a pid namespace.
 PID_MAX_FLOOR: Final = 301
-#: Processes of the sandbox itself in the pid namespace that carries pid_max: the outer bwrap
-#: (pid 1 there) and bwrap's init in the inner namespace.
+#: pid_max leaves room for the command's processes and, in the wrapper's pid namespace, pid 0
+#: (never handed out), the outer bwrap (pid 1 there) and bwrap's init of the inner namespace.
 _PID_MAX_OVERHEAD: Final = 3
 
 
@@ -156,13 +157,16 @@ def confined_argv(
         pid_max = max(max_processes + _PID_MAX_OVERHEAD, PID_MAX_FLOOR)
         script = f'echo {pid_max} > /proc/sys/kernel/pid_max && exec "$@"'
         wrapper = [unshare, "--pid", "--fork", "--kill-child", "--", sh, "-c", script, "sh"]
-    args = [profile.bwrap, "--unshare-all"]
+    # Every namespace but the cgroup one (its creation is slow, and /sys is not mounted anyway).
+    # bwrap's own pid namespace even inside the pid-max wrapper's: its /proc can only be mounted
+    # for a pid namespace that its user namespace owns (without one, it would show the host's).
+    args = [profile.bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
     if profile.user_namespace:
         args.append("--unshare-user")
         if profile.disable_userns:
             args.append("--disable-userns")
-    if network:
-        args.append("--share-net")
+    if not network:
+        args.append("--unshare-net")
     args += ["--cap-drop", "ALL", "--die-with-parent", "--new-session"]
     args += _system_mounts(read_only)
     args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp"]

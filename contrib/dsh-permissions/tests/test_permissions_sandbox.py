@@ -311,9 +311,9 @@ def test_confined_argv_mounts_the_workspace_after_tmp_and_hides_last(tmp_path: P
         profile, ["bash", "-c", "ls"], cwd="/w", writable=True, max_processes=7, hidden=[str(secret), str(tmp_path)],
         empty_file="/e", home="/home/u",
     )  # fmt: skip
-    assert argv[:8] == ["bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL",
-                        "--die-with-parent", "--new-session"]  # fmt: skip
-    assert "--share-net" not in argv
+    assert argv[:11] == ["bwrap", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-user",
+                         "--disable-userns", "--unshare-net", "--cap-drop", "ALL", "--die-with-parent",
+                         "--new-session"]  # fmt: skip
     tail = argv[argv.index("/proc") + 1 :]
     assert tail == [
         "--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/home/u", "--bind", "/w", "/w",
@@ -332,7 +332,7 @@ def test_confined_argv_as_root_caps_processes_with_pid_max() -> None:
     argv = confined_argv(profile, ["x"], cwd="/w", writable=True, max_processes=512, hidden=[], empty_file="/e", home=None)
     assert argv[:9] == ["unshare", "--pid", "--fork", "--kill-child", "--", "sh", "-c",
                         'echo 515 > /proc/sys/kernel/pid_max && exec "$@"', "sh"]  # fmt: skip
-    assert argv[9] == "bwrap"
+    assert argv[9:11] == ["bwrap", "--unshare-pid"]  # its /proc needs a pid namespace of its own
     assert argv[-2:] == ["--", "x"]
     small = confined_argv(profile, ["x"], cwd="/w", writable=True, max_processes=5, hidden=[], empty_file="/e", home=None)
     assert "echo 301 > /proc/sys/kernel/pid_max" in small[7]

@@ -166,6 +166,38 @@ touch /usr/dsh-escape /dsh-escape /etc/dsh-escape 2>/dev/null; echo write-system
         assert not await anyio.Path(path).exists()
 
 
+async def test_no_mount_from_a_nested_user_namespace_in_one_process(box: Box) -> None:
+    """unshare(CLONE_NEWUSER | CLONE_NEWNS) and mount() in the same process (no exec to drop its capabilities) fail."""
+    probe = (
+        "import ctypes, os\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "print('unshare', libc.unshare(0x10000000 | 0x00020000), ctypes.get_errno())\n"
+        "print('mount', libc.mount(b'none', b'/tmp', b'tmpfs', 0, None), ctypes.get_errno())\n"
+    )
+    async with box() as (ctx, ws):
+        if await sandbox_problem(ctx, ws):
+            return
+        result = await bash(ctx, ws, f"python3 -c {_quote(probe)} || echo no-python3")
+    output = text(result)
+    if "no-python3" in output:
+        print("no python3 inside the sandbox: the unshare -Urm attempt of test_no_capability_and_no_mount stands alone")
+        return
+    assert re.search(r"^unshare -1 \d+$", output, re.MULTILINE), output
+    assert re.search(r"^mount -1 \d+$", output, re.MULTILINE), output
+
+
+async def test_host_processes_are_invisible(box: Box) -> None:
+    """/proc inside shows only the sandbox's own processes: nothing of the harness or the host."""
+    command = 'for p in /proc/[0-9]*; do echo "pid ${p#/proc/} $(tr "\\0" " " < $p/cmdline)"; done'
+    async with box() as (ctx, ws):
+        if await sandbox_problem(ctx, ws):
+            return
+        result = await bash(ctx, ws, command)
+    lines = [line for line in text(result).splitlines() if line.startswith("pid ")]
+    assert 1 <= len(lines) <= 4, lines  # bwrap's init, the shell, a subshell or two
+    assert not any("python" in line or "pytest" in line for line in lines), lines
+
+
 # ---------------------------------------------------------------------- the filesystem
 
 

@@ -1,0 +1,100 @@
+"""The cost of the sandbox: a ``bash`` call of ``true`` confined against unconfined, and against an older dsh.
+
+Run: ``.venv/bin/python benchmarks/sandbox.py [--baseline DIR]``. Prints figures, asserts nothing.
+Each figure is one ``bash`` call through the whole tool pipeline (workspace + permissions
+plugins, the sandbox required), as the harness's user (root in CI): the median and the fastest of
+``ROUNDS`` rounds of ``CALLS`` calls, each round measuring every variant in turn. ``unconfined``
+is the same call in full-access mode.
+
+``--baseline DIR`` also measures the sandbox of another checkout of dsh, e.g. main before the
+sandbox changed (``git worktree add /tmp/dsh-before <commit>``): this script runs again as a child
+with that checkout's packages first on ``sys.path``, in this same run, and the ratio is printed.
+Budget (issue 14): the confined call no slower than the older sandbox's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+
+from dsh_core import Harness, ToolExecution
+
+#: rounds, each measuring every variant in turn (so that load from elsewhere hits them alike)
+ROUNDS = 6
+CALLS = 15
+WARM_UP = 3
+
+
+async def measure(mode: str) -> list[float]:
+    """Seconds of each of ``CALLS`` ``bash true`` calls in ``mode``, through the tool pipeline."""
+    from dsh_permissions import PermissionsPlugin
+    from dsh_workspace import WorkspacePlugin
+
+    config = {"plugins": {"permissions": {"mode": mode, "sandbox": "required"}}}
+    times = []
+    with tempfile.TemporaryDirectory() as workspace:
+        async with Harness(config=config, plugins=[WorkspacePlugin, PermissionsPlugin], autoload=False) as ctx:
+            for index in range(WARM_UP + CALLS):
+                execution = ToolExecution(
+                    call_id=f"c{index}", name="bash", arguments='{"command": "true"}', agent_id="a", cwd=workspace
+                )
+                start = time.perf_counter()
+                result = await ctx.tools.execute(execution)
+                elapsed = time.perf_counter() - start
+                if result.is_error:
+                    msg = f"bash true failed in {mode}: {result.content}"
+                    raise RuntimeError(msg)
+                if index >= WARM_UP:
+                    times.append(elapsed)
+    return times
+
+
+def baseline_round(checkout: Path) -> list[float]:
+    """One round of the older checkout's confined calls, measured by this script run as a child on its packages."""
+    packages = [checkout, checkout / "contrib" / "dsh-permissions", checkout / "contrib" / "dsh-workspace"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(path) for path in packages)}
+    done = subprocess.run(
+        [sys.executable, __file__, "--child"], env=env, capture_output=True, text=True, check=True, cwd=checkout
+    )
+    return [float(seconds) for seconds in json.loads(done.stdout)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", type=Path, help="a checkout of an older dsh to compare with")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(anyio.run(measure, "workspace-write")))
+        return
+    figures: dict[str, list[float]] = {"unconfined": [], "confined": []}
+    if args.baseline is not None:
+        figures["baseline sandbox"] = []
+    for _ in range(ROUNDS):
+        figures["unconfined"] += anyio.run(measure, "full-access")
+        figures["confined"] += anyio.run(measure, "workspace-write")
+        if args.baseline is not None:
+            figures["baseline sandbox"] += baseline_round(args.baseline)
+    user = "root" if os.geteuid() == 0 else "a normal user"
+    print(f"bash `true` through the tool pipeline, {ROUNDS} rounds of {CALLS} calls each, as {user}:")
+    medians = {name: statistics.median(times) for name, times in figures.items()}
+    for name, times in figures.items():
+        print(f"  {name:<17} median {medians[name] * 1e3:7.2f} ms   fastest {min(times) * 1e3:7.2f} ms")
+    print(f"  confined / unconfined: {medians['confined'] / medians['unconfined']:.2f}x (median)")
+    if args.baseline is not None:
+        ratio = medians["confined"] / medians["baseline sandbox"]
+        fastest = min(figures["confined"]) / min(figures["baseline sandbox"])
+        print(f"  confined / the baseline's sandbox ({args.baseline}): {ratio:.2f}x median, {fastest:.2f}x fastest")
+
+
+if __name__ == "__main__":
+    main()
