@@ -24,6 +24,7 @@ from ._rules import (
     MAIN_ARGUMENTS,
     CompiledRule,
     MainArgument,
+    PathRaceError,
     Subject,
     Unit,
     Verdict,
@@ -197,7 +198,10 @@ class Permissions:
 
     async def check(self, execution: ToolExecution) -> Verdict:
         """The verdict on one call: the mode's baseline with the rules applied."""
-        subject = await self.subject(execution)
+        try:
+            subject = await self.subject(execution)
+        except PathRaceError as exc:  # fail closed: a path that cannot be pinned down is not checked
+            return Verdict("deny", f"{exc}; call again once it is stable")
         return evaluate(
             self._rules, execution.name, subject, self.baseline(execution.name, execution.agent_id)
         )

@@ -21,25 +21,28 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeAlias
 
 import attrs
+from wcmatch import glob as wcglob
 
 from ._config import Action, Rule
 
 __all__ = [
     "MAIN_ARGUMENTS",
+    "PATH_GLOB_FLAGS",
     "CompiledRule",
     "Kind",
     "MainArgument",
+    "PathRaceError",
     "Subject",
     "Unit",
     "Verdict",
     "command_units",
     "compile_rules",
     "evaluate",
-    "path_regex",
+    "path_matcher",
     "path_units",
     "text_regex",
 ]
@@ -91,56 +94,27 @@ class Subject:
 # ---------------------------------------------------------------------- patterns
 
 
-def _segment_regex(segment: str, star: str) -> str:
-    """One glob segment as a regex: ``*`` becomes ``star``, ``?`` one such character, ``[...]`` a class."""
-    one = star[:-1]
-    out = ""
-    index = 0
-    while index < len(segment):
-        char = segment[index]
-        if char == "*":
-            out += star
-        elif char == "?":
-            out += one
-        elif char == "[" and (end := segment.find("]", index + 2)) != -1:
-            body = segment[index + 1 : end]
-            if body[:1] in ("!", "^"):
-                body = "^" + body[1:]
-            out += "[" + body.replace("\\", "\\\\") + "]"
-            index = end
-        else:
-            out += re.escape(char)
-        index += 1
-    return out
+#: The path glob dialect, from wcmatch, with the workspace's glob tool's flags (``**`` across
+#: directories, ``{a,b}``, ``*`` matching dotfiles), so that rules and the glob tool agree on
+#: every path. A leading ``**`` also matches absolute paths.
+PATH_GLOB_FLAGS: Final = wcglob.GLOBSTAR | wcglob.BRACE | wcglob.DOTGLOB | wcglob.FORCEUNIX
 
 
-def path_regex(pattern: str) -> str:
-    """A path glob as a regex: ``*`` within a segment, ``**`` across segments; ``dir/**`` includes ``dir``.
+def path_matcher(pattern: str) -> Callable[[str], bool]:
+    """A path glob: ``*`` within a directory, ``**`` across; ``dir/**`` includes ``dir``.
 
     A relative pattern matches paths spelled relative to the workspace; one starting with ``**``
     also matches absolute paths, and an absolute pattern matches absolute spellings.
     """
-    absolute = pattern.startswith("/")
-    segments = [segment for segment in pattern.split("/") if segment]
-    # A leading `**` matches at any depth, absolute paths (outside the workspace) included.
-    out = "/" if absolute else "/?" if segments[:1] == ["**"] else ""
-    for position, segment in enumerate(segments):
-        last = position == len(segments) - 1
-        if segment == "**":
-            if not last:
-                out += "(?:[^/]+/)*"
-            elif out.endswith("/") and out != "/":
-                out = out[:-1] + "(?:/.*)?"
-            else:
-                out += ".*"
-            continue
-        out += _segment_regex(segment, "[^/]*") + ("" if last else "/")
-    return out
+    while pattern.startswith("./"):
+        pattern = pattern[2:]
+    patterns = [pattern, pattern[:-3]] if pattern.endswith("/**") and len(pattern) > 3 else [pattern]
+    return wcglob.compile(patterns, flags=PATH_GLOB_FLAGS).match
 
 
 def text_regex(pattern: str) -> str:
-    """A command or text glob as a regex: ``*`` and ``?`` match any character, ``/`` included."""
-    return _segment_regex(pattern, ".*")
+    """A command or text glob as a regex (``fnmatch``): ``*`` and ``?`` match any character, ``/`` included."""
+    return fnmatch.translate(pattern)
 
 
 @attrs.frozen
@@ -152,7 +126,7 @@ class CompiledRule:
     action: Action
     pattern: str | None
     #: the pattern for path arguments and for everything else (``None`` without a pattern)
-    _path: re.Pattern[str] | None = attrs.field(default=None, eq=False, repr=False)
+    _path: Callable[[str], bool] | None = attrs.field(default=None, eq=False, repr=False)
     _text: re.Pattern[str] | None = attrs.field(default=None, eq=False, repr=False)
 
     @classmethod
@@ -165,7 +139,7 @@ class CompiledRule:
             tool,
             action,
             pattern,
-            re.compile(path_regex(path_pattern), re.DOTALL),
+            path_matcher(path_pattern),
             re.compile(text_regex(pattern), re.DOTALL),
         )
 
@@ -180,11 +154,13 @@ class CompiledRule:
 
     def matches(self, unit: Unit, kind: Kind | None) -> bool:
         """Whether this rule covers ``unit`` (of a call whose tool it already matched)."""
-        regex = self._path if kind == "path" else self._text
-        if regex is None:
+        if self._text is None:
             return True
         if kind is None or not unit.spellings or (unit.opaque and self.action == "allow"):
             return False
+        if kind == "path" and self._path is not None:
+            return any(self._path(spelling) for spelling in unit.spellings)
+        regex = self._text
         return any(regex.fullmatch(spelling) is not None for spelling in unit.spellings)
 
 
@@ -305,15 +281,40 @@ def _spellings(location: str, root: str | None) -> tuple[str, ...]:
     return (location,)
 
 
+class PathRaceError(ValueError):
+    """A path kept changing while its symlinks were followed (a symlink swapped in and out)."""
+
+
+#: tries at following a path's symlinks while they change under it
+_RESOLVE_TRIES: Final = 3
+
+
+def _realpath(path: str) -> str:
+    # os.path.realpath raises when a symlink it found vanishes before it reads it (a race).
+    for _ in range(_RESOLVE_TRIES - 1):
+        try:
+            return os.path.realpath(path)
+        except OSError:
+            continue
+    try:
+        return os.path.realpath(path)
+    except OSError as exc:
+        msg = f"the path {path!r} kept changing while its symlinks were followed ({exc.strerror or exc})"
+        raise PathRaceError(msg) from None
+
+
 def path_units(raw: str, cwd: str | None) -> tuple[Unit, ...]:
-    """The locations a path argument names, as written and with symlinks followed (blocking)."""
+    """The locations a path argument names, as written and with symlinks followed (blocking).
+
+    :raises PathRaceError: when the path keeps changing while it is resolved.
+    """
     expanded = os.path.expanduser(raw)
     if cwd is None:
         return (Unit((os.path.normpath(expanded),)),)
     lexical_root = os.path.normpath(os.path.abspath(cwd))
-    real_root = os.path.realpath(cwd)
+    real_root = _realpath(cwd)
     lexical = os.path.normpath(os.path.join(lexical_root, expanded))
-    real = os.path.realpath(os.path.join(real_root, expanded))
+    real = _realpath(os.path.join(real_root, expanded))
     units = [Unit(_spellings(lexical, lexical_root))]
     real_unit = Unit(_spellings(real, real_root))
     if real_unit not in units:

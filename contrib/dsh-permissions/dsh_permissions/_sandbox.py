@@ -191,11 +191,19 @@ class BwrapSandbox:
             return SandboxStatus(False, None, reason, tuple(GUARANTEES))
         private = await anyio.to_thread.run_sync(self._private_dir)
         full, cap_problem = self._process_cap(executable)
-        candidates = [full]
-        if full.process_cap is not None:
-            candidates.append(attrs.evolve(full, process_cap=None, helper=()))
-        candidates.append(attrs.evolve(full, disable_userns=False, process_cap=None, helper=()))
-        candidates.append(attrs.evolve(full, user_namespace=False, disable_userns=False, process_cap=None, helper=()))
+        # From the strongest to the weakest; the first that runs is used, and what it lacks is missing.
+        no_cap = {"process_cap": None, "helper": ()}
+        candidates: list[Profile] = []
+        for changes in (
+            {},
+            {"disable_userns": False},
+            no_cap,
+            {"disable_userns": False, **no_cap},
+            {"user_namespace": False, "disable_userns": False, **no_cap},
+        ):
+            candidate = attrs.evolve(full, **changes)
+            if candidate not in candidates:
+                candidates.append(candidate)
         problems: list[str] = [cap_problem] if cap_problem else []
         for profile in candidates:
             outcome = await self._try(profile, private)

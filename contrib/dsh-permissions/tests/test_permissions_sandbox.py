@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 from pathlib import Path
 
 import anyio
@@ -346,12 +347,65 @@ async def test_status_is_probed_once(tmp_path: Path) -> None:
     fake.chmod(0o755)
     sandbox = BwrapSandbox("required", str(fake), lambda agent: "workspace-write")
     results: list[SandboxStatus] = []
-    async with anyio.create_task_group() as tg:
-        for _ in range(3):
-            tg.start_soon(lambda: _append(results, sandbox))
+    try:
+        async with anyio.create_task_group() as tg:
+            for _ in range(3):
+                tg.start_soon(lambda: _append(results, sandbox))
+    finally:
+        sandbox.close()
     assert [status.available for status in results] == [True, True, True]
     assert counter.read_text() == "x\n"
 
 
 async def _append(results: list[SandboxStatus], sandbox: BwrapSandbox) -> None:
     results.append(await sandbox.status())
+
+
+def old_bwrap(tmp_path: Path) -> Path:
+    """A bwrap that knows no --disable-userns (as bubblewrap before 0.8), and is the real one otherwise."""
+    real = shutil.which("bwrap")
+    fake = tmp_path / "bwrap"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'for arg in "$@"; do [ "$arg" = --disable-userns ] && { echo "bwrap: Unknown option --disable-userns" >&2; '
+        "exit 1; }; done\n"
+        f'exec {real} "$@"\n'
+    )
+    fake.chmod(0o755)
+    return fake
+
+
+async def test_required_names_the_missing_guarantee(
+    start: Start, ws: Path, tmp_path: Path, bwrap_problem: str | None
+) -> None:
+    """A bwrap without --disable-userns: required refuses, naming 'no mount' and bwrap's complaint."""
+    if bwrap_problem is not None:
+        await fails_closed_instead(start, ws, bwrap_problem)
+        return
+    async with start(sandbox="required", bwrap=str(old_bwrap(tmp_path))) as ctx:
+        result = await call(ctx, "bash", ws, command="touch ran.txt")
+        status = await ctx.sandbox.status()
+    assert result.error_code == "DENIED"
+    assert "but cannot guarantee: no mount, even in the sandbox's own namespaces (" in text(result)
+    assert "bwrap: Unknown option --disable-userns" in text(result)
+    assert status.missing == ("mounts",)
+    assert not (ws / "ran.txt").exists()
+
+
+async def test_auto_runs_with_what_works_and_warns_once_naming_it(
+    start: Start, ws: Path, tmp_path: Path, bwrap_problem: str | None, caplog: pytest.LogCaptureFixture
+) -> None:
+    """auto with a bwrap lacking --disable-userns still confines (CapEff 0, no network) and warns once."""
+    if bwrap_problem is not None:
+        await fails_closed_instead(start, ws, bwrap_problem)
+        return
+    with caplog.at_level(logging.WARNING, logger="dsh.permissions"):
+        async with start(sandbox="auto", bwrap=str(old_bwrap(tmp_path))) as ctx:
+            first = await run(ctx, ws, "grep CapEff /proc/self/status; tail -n +3 /proc/net/dev | wc -l")
+            await run(ctx, ws, "true")
+    assert "CapEff:\t0000000000000000\n1\n" in text(first)
+    warnings = [r.getMessage() for r in caplog.records if r.name == "dsh.permissions"]
+    assert len(warnings) == 1
+    assert warnings[0].startswith(
+        "commands run in a sandbox without: no mount, even in the sandbox's own namespaces; because"
+    )

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import difflib
 import heapq
+import os
 import re
 
 from ._files import BINARY_SNIFF_BYTES, atomic_write, is_binary
+from ._open import open_checked
 from ._paths import ResolvedPath, WorkspaceError
 
 __all__ = ["edit_file", "near_matches"]
@@ -117,7 +119,7 @@ def edit_file(path: ResolvedPath, old: str, new: str, replace_all: bool) -> str:
         msg = "old_text and new_text are the same, so there is nothing to change"
         raise WorkspaceError(msg)
     try:
-        with open(path.real, "rb") as raw:
+        with os.fdopen(open_checked(path.real, path.shown), "rb") as raw:
             data = raw.read()
     except FileNotFoundError:
         msg = f"there is no file {path.shown!r}; to create it, use write_file"
@@ -160,7 +162,7 @@ def edit_file(path: ResolvedPath, old: str, new: str, replace_all: bool) -> str:
     first = text.index(old)
     updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
     try:
-        atomic_write(path.real, updated.encode("utf-8"))
+        atomic_write(path.real, updated.encode("utf-8"), path.shown)
     except OSError as exc:
         msg = f"cannot write {path.shown!r}: {exc.strerror or exc}"
         raise WorkspaceError(msg) from None

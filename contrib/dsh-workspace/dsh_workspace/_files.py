@@ -10,9 +10,10 @@ from __future__ import annotations
 import contextlib
 import difflib
 import os
+import secrets
 import stat
-import tempfile
 
+from ._open import open_checked
 from ._paths import ResolvedPath, WorkspaceError
 
 __all__ = ["BINARY_SNIFF_BYTES", "atomic_write", "is_binary", "list_dir", "read_text_file", "write_file"]
@@ -63,7 +64,7 @@ def read_text_file(path: ResolvedPath, offset: int, limit: int, max_chars: int) 
         msg = f"{path.shown!r} is a directory, not a file; use list_dir to see what it holds"
         raise WorkspaceError(msg)
     try:
-        with open(path.real, "rb") as raw:
+        with os.fdopen(open_checked(path.real, path.shown), "rb") as raw:
             head = raw.read(BINARY_SNIFF_BYTES)
             size = os.fstat(raw.fileno()).st_size
     except FileNotFoundError:
@@ -83,7 +84,7 @@ def read_text_file(path: ResolvedPath, offset: int, limit: int, max_chars: int) 
     number = 0
     more = False
     try:
-        with open(path.real, encoding="utf-8", errors="replace") as text:
+        with open(open_checked(path.real, path.shown), encoding="utf-8", errors="replace") as text:
             for number, line in enumerate(text, start=1):
                 if number < offset:
                     continue
@@ -115,36 +116,38 @@ def read_text_file(path: ResolvedPath, offset: int, limit: int, max_chars: int) 
 # ---------------------------------------------------------------------- write
 
 
-def atomic_write(real: str, data: bytes) -> None:
+def atomic_write(real: str, data: bytes, shown: str | None = None) -> None:
     """Replace ``real`` with ``data`` atomically: temp file in the same directory, fsync, rename.
 
-    An existing file keeps its permission bits. The directory is fsynced so the rename survives
-    a crash. The temp file is removed if anything fails.
+    Everything happens through a descriptor of the directory, checked to be the resolved one, so
+    a symlink swapped in on the way cannot lead the write elsewhere. An existing file keeps its
+    permission bits. The directory is fsynced so the rename survives a crash. The temp file is
+    removed if anything fails.
+
+    :raises PathChangedError: when the directory is no longer the one resolved.
     """
-    directory = os.path.dirname(real)
+    directory, name = os.path.split(real)
+    dir_fd = open_checked(directory, shown or directory, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        mode: int | None = stat.S_IMODE(os.stat(real).st_mode)
-    except FileNotFoundError:
-        mode = None
-    fd, temp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(real)}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        if mode is not None:
-            os.chmod(temp, mode)
-        else:
+        try:
+            mode = stat.S_IMODE(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+        except FileNotFoundError:
             umask = os.umask(0)
             os.umask(umask)
-            os.chmod(temp, 0o666 & ~umask)  # what open() would have made; mkstemp makes 0o600
-        os.replace(temp, real)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
+            mode = 0o666 & ~umask  # what open() would have made
+        temp = f".{name}.{secrets.token_hex(6)}.tmp"
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fchmod(out.fileno(), mode)
+                os.fsync(out.fileno())
+            os.rename(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp, dir_fd=dir_fd)
+            raise
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
@@ -162,7 +165,7 @@ def write_file(path: ResolvedPath, content: str) -> str:
     data = content.encode("utf-8")
     try:
         os.makedirs(os.path.dirname(path.real), exist_ok=True)
-        atomic_write(path.real, data)
+        atomic_write(path.real, data, path.shown)
     except OSError as exc:
         raise _os_error(path, exc, "write") from None
     lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)

@@ -83,7 +83,11 @@ class Workspace:
         expanded = os.path.expanduser(raw)
         joined = os.path.join(self.root, expanded)  # an absolute `expanded` replaces the root
         lexical = os.path.normpath(joined)
-        real = os.path.realpath(joined)
+        try:
+            real = os.path.realpath(joined)
+        except OSError as exc:  # a symlink on the way vanished while it was followed (a race)
+            msg = f"the path {raw!r} changed while its symlinks were followed ({exc.strerror or exc}); call again"
+            raise WorkspaceError(msg) from None
         inside = real == self.root or _is_within(real, self.root)
         return ResolvedPath(raw=raw, real=real, shown=self.show(real), inside=inside), lexical, expanded
 

@@ -1,4 +1,4 @@
-"""Glob patterns and the directory walk shared by the glob tool and the Python grep.
+"""Glob patterns (wcmatch) and the directory walk shared by the glob tool and the Python grep.
 
 Pattern syntax, matched against paths relative to the directory searched, with ``/`` separators:
 ``*`` any characters but ``/``; ``?`` one character but ``/``; ``[abc]`` / ``[!abc]`` a class;
@@ -13,94 +13,32 @@ and skips ``.git`` directories.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterator
+from typing import Final
 
-__all__ = ["SKIPPED_DIRS", "compile_glob", "expand_braces", "walk"]
+import bracex
+from wcmatch import glob as wcglob
+
+__all__ = ["GLOB_FLAGS", "SKIPPED_DIRS", "compile_glob", "glob_patterns", "walk"]
 
 #: directory names never descended into
 SKIPPED_DIRS = frozenset({".git"})
+#: brace alternatives a pattern may expand to
+_MAX_ALTERNATIVES: Final = 1000
 
 
-def expand_braces(pattern: str) -> list[str]:
-    """``a{b,c}d`` -> ``["abd", "acd"]``; nested braces expand too; unbalanced braces stay literal."""
-    depth = 0
-    start = -1
-    for index, char in enumerate(pattern):
-        if char == "{":
-            if depth == 0:
-                start = index
-            depth += 1
-        elif char == "}" and depth > 0:
-            depth -= 1
-            if depth == 0:
-                options = _split_top_level(pattern[start + 1 : index])
-                if len(options) < 2:
-                    continue
-                head, tail = pattern[:start], pattern[index + 1 :]
-                out: list[str] = []
-                for option in options:
-                    out.extend(expand_braces(head + option + tail))
-                return out
+#: The glob dialect, from wcmatch: ``**`` across directories, ``{a,b}``, ``*`` matching dotfiles too.
+#: The permissions plugin matches path rules with the same flags, so that both agree on every path.
+GLOB_FLAGS: Final = wcglob.GLOBSTAR | wcglob.BRACE | wcglob.DOTGLOB | wcglob.FORCEUNIX
+
+
+def glob_patterns(pattern: str) -> list[str]:
+    """``pattern`` as wcmatch patterns: a leading ``./`` dropped, and ``dir/**`` matching ``dir`` itself too."""
+    while pattern.startswith("./"):
+        pattern = pattern[2:]
+    if pattern.endswith("/**") and len(pattern) > 3:
+        return [pattern, pattern[:-3]]
     return [pattern]
-
-
-def _split_top_level(body: str) -> list[str]:
-    parts: list[str] = []
-    depth = 0
-    current = ""
-    for char in body:
-        if char == "," and depth == 0:
-            parts.append(current)
-            current = ""
-            continue
-        if char == "{":
-            depth += 1
-        elif char == "}":
-            depth -= 1
-        current += char
-    parts.append(current)
-    return parts
-
-
-def _segment_regex(segment: str) -> str:
-    out = ""
-    index = 0
-    while index < len(segment):
-        char = segment[index]
-        if char == "*":
-            out += "[^/]*"
-        elif char == "?":
-            out += "[^/]"
-        elif char == "[":
-            end = segment.find("]", index + 2 if segment[index + 1 : index + 2] in ("!", "^") else index + 1)
-            if end == -1:
-                out += re.escape(char)
-            else:
-                body = segment[index + 1 : end]
-                if body[:1] in ("!", "^"):
-                    body = "^" + body[1:]
-                out += "[" + body.replace("\\", "\\\\") + "]"
-                index = end
-        else:
-            out += re.escape(char)
-        index += 1
-    return out
-
-
-def _glob_regex(pattern: str) -> str:
-    segments = [segment for segment in pattern.split("/") if segment not in ("", ".")]
-    out = ""
-    for position, segment in enumerate(segments):
-        last = position == len(segments) - 1
-        if segment == "**":
-            out += ".*" if last else "(?:[^/]+/)*"
-        else:
-            out += _segment_regex(segment) + ("" if last else "/")
-    if segments and segments[-1] == "**" and len(segments) > 1:
-        # `docs/**` also matches `docs` itself
-        out = out[: -len("/.*")] + "(?:/.*)?"
-    return out
 
 
 def compile_glob(pattern: str) -> tuple[Callable[[str], bool], int | None]:
@@ -114,22 +52,22 @@ def compile_glob(pattern: str) -> tuple[Callable[[str], bool], int | None]:
     if pattern.startswith(("/", "~")):
         msg = f"the glob pattern {pattern!r} is absolute; patterns are relative to the directory searched (path)"
         raise ValueError(msg)
-    alternatives = expand_braces(pattern)
+    try:
+        alternatives = bracex.expand(pattern, limit=_MAX_ALTERNATIVES)
+    except bracex.ExpansionLimitException:
+        msg = f"the glob pattern {pattern!r} expands to more than {_MAX_ALTERNATIVES} alternatives; simplify its braces"
+        raise ValueError(msg) from None
     if any(".." in alternative.split("/") for alternative in alternatives):
         msg = f"the glob pattern {pattern!r} contains '..'; search from a different path instead"
         raise ValueError(msg)
-    regex = re.compile("|".join(f"(?:{_glob_regex(alternative)})" for alternative in alternatives))
+    matcher = wcglob.compile(glob_patterns(pattern), flags=GLOB_FLAGS)
     if any("**" in alternative for alternative in alternatives):
         depth: int | None = None
     else:
         depth = max(
             len([s for s in alternative.split("/") if s not in ("", ".")]) for alternative in alternatives
         )
-
-    def matches(relative: str) -> bool:
-        return regex.fullmatch(relative) is not None
-
-    return matches, depth
+    return matcher.match, depth
 
 
 def walk(
