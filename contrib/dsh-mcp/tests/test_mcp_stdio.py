@@ -116,7 +116,7 @@ async def test_tool_list_changes_update_the_registered_tools(
 
         runtime.add = watch  # type: ignore[method-assign]
         assert result_text(await call_tool(ctx, "mcp__demo__grow")) == "grown"
-        with anyio.fail_after(10):
-            await changed.wait()
+        # pytest's timeout bounds the wait: a loaded CI machine needs more than a few seconds to re-list
+        await changed.wait()
         result = await call_tool(ctx, "mcp__demo__extra", x=41)
     assert result_text(result) == "42"
