@@ -9,7 +9,7 @@ TEST_STAMP := $(VENV)/.test-plugins
 CONTRIB := $(sort $(wildcard contrib/dsh-*))
 TEST_PLUGINS := $(sort $(wildcard tests/plugins/dsh-*))
 
-.PHONY: demo test lint bench events clean
+.PHONY: demo test lint bench events sessions clean
 
 $(STAMP): pyproject.toml $(wildcard contrib/*/pyproject.toml)
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,9 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	for script in benchmarks/*.py; do $(BIN)/python $$script; done
+
+sessions: $(STAMP)
+	$(BIN)/python tests/sessions/record_demo.py
 
 events: $(STAMP)
 	$(BIN)/python -m dsh_core events > docs/events.md

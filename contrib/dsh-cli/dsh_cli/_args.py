@@ -39,7 +39,7 @@ BUILTIN_COMMANDS: Final = (
 )  # fmt: skip
 
 #: The verbs of ``dsh sessions``; each has a parser in ``_sessions_parsers`` and a function in ``_sessions``.
-SESSION_VERBS: Final = ("list", "show", "resume", "fork", "delete")
+SESSION_VERBS: Final = ("list", "show", "resume", "fork", "delete", "replay")
 
 
 def config_options() -> argparse.ArgumentParser:
@@ -97,6 +97,14 @@ def _sessions_parsers(
     )
     delete = verbs.add_parser("delete", parents=[config], help="delete a stored session")
     delete.add_argument("id", help="a session id or a unique prefix")
+    replay = verbs.add_parser(
+        "replay",
+        parents=[config],
+        help="re-run a stored session with the installed plugins; exit 1 where it diverges",
+    )
+    replay.add_argument("id", help="a session id or a unique prefix")
+    replay.add_argument("--live-tools", action="store_true", help="run the tools for real (default: recorded results)")
+    replay.add_argument("--json", action="store_true", help="print the outcome as one JSON object")
 
 
 def build_parser(

@@ -1,6 +1,6 @@
-"""``dsh sessions list | show | fork | delete``: the stored sessions, read through the ``session_persistence`` service.
+"""``dsh sessions list | show | fork | delete | replay``: the stored sessions, read through the ``session_persistence`` service.
 
-``dsh sessions resume ID`` is ``dsh chat --resume ID`` (``_chat``). Each verb is one function in
+``dsh sessions resume ID`` is ``dsh chat --resume ID`` (``_chat``); ``replay`` is in ``_replay``. Each verb is one function in
 ``VERBS``, called with the started harness; a new verb adds its parser in ``_args._sessions_parsers``
 and its function here.
 """
@@ -216,10 +216,14 @@ VERBS: dict[str, Verb] = {"list": _list, "show": _show, "fork": _fork, "delete":
 async def sessions_command(config: EffectiveConfig, args: argparse.Namespace, *, cwd: Path) -> int:
     """Run ``dsh sessions VERB`` (``args.verb``)."""
     verb = VERBS.get(args.verb)
-    if verb is None:
+    if verb is None and args.verb != "replay":
         msg = f"unknown sessions command {args.verb!r}; use {', '.join(VERBS)} or resume"
         raise CliError(msg, code=ExitCode.USAGE)
     console = output_console()
     async with open_harness(config) as ctx:
         persistence = persistence_of(ctx, f"{args.verb} sessions")
+        if verb is None:  # replay also needs the configuration, to start a second harness with it
+            from ._replay import replay_command
+
+            return await replay_command(ctx, persistence, args, console, config.data)
         return await verb(ctx, persistence, args, console)

@@ -134,3 +134,24 @@ def test_fork_copies_a_session_up_to_a_seq(llm: FakeLlm, project: Path, dsh_env:
     inside = run_dsh("sessions", "fork", ident, "--at", "2", cwd=project, env=dsh_env)
     assert inside.returncode == 2
     assert "turn 1 is open there" in inside.stderr
+
+
+def test_replay_a_stored_session(llm: FakeLlm, project: Path, dsh_env: dict[str, str]) -> None:
+    """A stored session replays against the installed plugins: exit 0 on a match, 1 at a divergence."""
+    ident = _run(llm, project, dsh_env, "what is up?", "nothing much")
+    served = len(llm.requests)
+    same = run_dsh("sessions", "replay", ident[:-2], cwd=project, env=dsh_env)
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert "matches the recording" in same.stdout
+    assert len(llm.requests) == served, "a replay never calls the model"
+    persona = ("--set", "system-prompt.persona=Answer in French.")
+    changed = run_dsh("sessions", "replay", ident, *persona, cwd=project, env=dsh_env)
+    assert changed.returncode == 1, changed.stdout + changed.stderr
+    assert "request/header: data.system differs" in changed.stdout
+    as_json = run_dsh("sessions", "replay", ident, "--json", *persona, cwd=project, env=dsh_env)
+    assert as_json.returncode == 1
+    outcome = json.loads(as_json.stdout)
+    assert outcome["diverged"] is True
+    assert outcome["first_divergence"]["path"] == "data.system"
+    assert outcome["first_divergence"]["expected"]["type"] == "request/header"
+    assert outcome["recorded_events"] == outcome["replayed_events"]
