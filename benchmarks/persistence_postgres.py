@@ -61,25 +61,30 @@ def harness(backend: Backend, *plugins: object) -> Harness:
     return Harness(config=config, plugins=[*mine, *plugins], autoload=False)
 
 
-async def step_cost(backend: Backend, steps: int = 100, turns: int = 10) -> float:
-    """Seconds per text step, in turns of ``steps`` steps (the turn-end flush is shared by the
-    turn's steps, as in real use); best of 3 agents, GC paused while timing."""
+async def one_agent_steps(backend: Backend, session_id: str, steps: int, turns: int) -> float:
+    """Seconds per text step of one agent: ``turns`` turns of ``steps`` steps after a warm-up turn
+    (the turn-end flush is shared by the turn's steps, as in real use); GC paused while timing."""
     model = ScriptedModel()
-    best = float("inf")
     async with harness(backend, KeepGoing(steps)) as ctx:
         ctx.llm.register_adapter("scripted", model)
-        for repeat in range(3):
-            async with await ctx.agents.create(f"steps-{repeat}", agent_options=OPTIONS) as handle:
-                model.add(*([ScriptedModel.text("answer")] * steps * turns))
-                await handle.agent.run("warm up")  # the first turn pays for creating the log
-                model.add(*([ScriptedModel.text("answer")] * steps))
-                gc.disable()
-                start = time.perf_counter()
-                for _ in range(turns):
-                    await handle.agent.run("go")
-                elapsed = time.perf_counter() - start
-                gc.enable()
-            best = min(best, elapsed / (steps * turns))
+        async with await ctx.agents.create(session_id, agent_options=OPTIONS) as handle:
+            model.add(*([ScriptedModel.text("answer")] * steps * (turns + 1)))
+            await handle.agent.run("warm up")  # the first turn pays for creating the log
+            gc.disable()
+            start = time.perf_counter()
+            for _ in range(turns):
+                await handle.agent.run("go")
+            elapsed = time.perf_counter() - start
+            gc.enable()
+    return elapsed / (steps * turns)
+
+
+async def step_costs(backends: dict[str, Backend], steps: int = 100, turns: int = 10) -> dict[str, float]:
+    """Per backend, the best of 5 agents' cost per text step, the backends measured in turn."""
+    best = dict.fromkeys(backends, float("inf"))
+    for repeat in range(5):
+        for name, backend in backends.items():
+            best[name] = min(best[name], await one_agent_steps(backend, f"steps-{repeat}", steps, turns))
     return best
 
 
@@ -107,26 +112,32 @@ async def build_session(backend: Backend, session_id: str, events: int) -> None:
                 await ctx.sessions.flush(session)
 
 
-async def resume_cost(backend: Backend, events: int) -> tuple[int, float, float]:
-    """(events, seconds for load(), for ctx.agents.resume()) of a stored session; best of 3."""
+async def resume_costs(backends: dict[str, Backend], events: int) -> dict[str, tuple[int, float, float]]:
+    """Per backend: (events, seconds for load(), for ctx.agents.resume()) of the same stored session;
+    best of 3, the backends measured in turn so that the machine's drift hits both alike."""
     session_id = f"resume-{events}"
-    await build_session(backend, session_id, events)
-    loads, resumes = [], []
-    count = 0
+    for backend in backends.values():
+        await build_session(backend, session_id, events)
+    loads: dict[str, list[float]] = {name: [] for name in backends}
+    resumes: dict[str, list[float]] = {name: [] for name in backends}
+    counts: dict[str, int] = {}
     for _ in range(3):
-        gc.collect()
-        async with harness(backend) as ctx:
-            start = time.perf_counter()
-            loaded = await ctx.session_persistence.load(session_id)
-            loads.append(time.perf_counter() - start)
-            count = len(loaded.events)
-        async with harness(backend) as ctx:
-            ctx.llm.register_adapter("scripted", ScriptedModel())
-            start = time.perf_counter()
-            handle = await ctx.agents.resume(session_id, agent_options=OPTIONS)
-            resumes.append(time.perf_counter() - start)
-            await handle.dispose()
-    return count, min(loads), min(resumes)
+        for name, backend in backends.items():
+            gc.collect()
+            async with harness(backend) as ctx:
+                start = time.perf_counter()
+                loaded = await ctx.session_persistence.load(session_id)
+                loads[name].append(time.perf_counter() - start)
+                counts[name] = len(loaded.events)
+            del loaded
+            gc.collect()
+            async with harness(backend) as ctx:
+                ctx.llm.register_adapter("scripted", ScriptedModel())
+                start = time.perf_counter()
+                handle = await ctx.agents.resume(session_id, agent_options=OPTIONS)
+                resumes[name].append(time.perf_counter() - start)
+                await handle.dispose()
+    return {name: (counts[name], min(loads[name]), min(resumes[name])) for name in backends}
 
 
 def _driver_setup(dsn: str, schema: str) -> Statements:
@@ -171,11 +182,10 @@ async def main(dsn: str, backend_name: str) -> None:
         def postgres() -> tuple[list[object], dict[str, Any]]:
             return [PostgresPlugin()], {"plugins": {"persistence-postgres": {"dsn": dsn, "schema": schema}}}
 
-        plain = await step_cost(None)
-        on_jsonl = await step_cost(jsonl)
-        on_postgres = await step_cost(postgres)
-        jsonl_resume = await resume_cost(jsonl, 100_000)
-        postgres_resume = await resume_cost(postgres, 100_000)
+        costs = await step_costs({"memory": None, "jsonl": jsonl, "postgres": postgres})
+        plain, on_jsonl, on_postgres = costs["memory"], costs["jsonl"], costs["postgres"]
+        resumed = await resume_costs({"jsonl": jsonl, "postgres": postgres}, 100_000)
+        jsonl_resume, postgres_resume = resumed["jsonl"], resumed["postgres"]
         threaded, native = await driver_cost(dsn, schema)
     print(f"text step, in memory                 {plain * 1e6:8.1f} us")
     print(f"text step, persistence-jsonl         {on_jsonl * 1e6:8.1f} us   x{on_jsonl / plain:.2f}  (turns of 100 steps)")

@@ -36,7 +36,7 @@ from ._errors import (
 )
 from ._owners import Owners
 from ._types import LoadedSession, SessionInfo
-from ._writer import URGENT, BatchWriter, Journal
+from ._writer import BatchWriter, Journal, is_urgent
 
 if TYPE_CHECKING:
     from dsh_core import Session
@@ -338,7 +338,7 @@ class PostgresSessionStore:
         if journal.broken is not None:
             return
         journal.pending.append(event)
-        urgent = event.type in URGENT
+        urgent = is_urgent(session, event)
         if urgent or not journal.dirty:
             self._writer.mark(journal, urgent=urgent)
 
@@ -376,8 +376,9 @@ class PostgresSessionStore:
         self._closed = True
         journals = list(self._followed.values())
         self._followed.clear()
-        for journal in journals:
-            await journal.close()
+        async with anyio.create_task_group() as tg:  # concurrently: an unreachable server costs one timeout
+            for journal in journals:
+                tg.start_soon(journal.close)
         self._reserved.clear()
         self._owners.forget()
         await anyio.to_thread.run_sync(self._db.close)

@@ -3,7 +3,7 @@
 A journal buffers the events its session publishes (the ``session/event`` listener only appends
 to a list) and commits them as one fenced statement (``Database.append``) at the end of a batch
 window, at once for the records §9.1 makes durable without delay (``inbox/queued``,
-``inbox/cleared``), or when the session is flushed. A journal's writes are ordered by its lock;
+``inbox/cleared``, and context injected while idle: ``is_urgent``), or when the session is flushed. A journal's writes are ordered by its lock;
 the writer commits the journals of one window concurrently, as many as the pool has connections.
 
 Failures:
@@ -34,12 +34,18 @@ from ._errors import PersistenceError, SessionWriteError
 if TYPE_CHECKING:
     from dsh_core import Session
 
-__all__ = ["URGENT", "BatchWriter", "Journal"]
+__all__ = ["URGENT", "BatchWriter", "Journal", "is_urgent"]
 
 logger = logging.getLogger("dsh.persistence_postgres")
 
 #: event types written at once, whatever ``batch_delay`` is (§9.1: accepted sends are durable)
 URGENT: Final = frozenset({"inbox/queued", "inbox/cleared"})
+
+
+def is_urgent(session: Session, event: SessionEvent) -> bool:
+    """Whether ``event`` is committed at once: an inbox record, or context injected while idle (§9.1)."""
+    kind = event.type
+    return kind in URGENT or (kind == "context/message" and session.open_turn is None)
 
 
 class Journal:

@@ -1,7 +1,7 @@
 """pytest fixtures (registered through the ``pytest11`` entry point): a throwaway PostgreSQL server.
 
 ``postgres_server`` starts one server for the whole test session, on first use, and stops it at
-the end; ``postgres_dsn`` is its connection string. Each test that wants its own tables picks a
+the end; its ``dsn`` is a Unix socket, its ``tcp_dsn`` a loopback port. Each test that wants its own tables picks a
 fresh schema (``postgres_schema``), dropped after the test.
 """
 
@@ -20,7 +20,7 @@ __all__ = ["postgres_schema", "postgres_server"]
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:
     """One throwaway PostgreSQL server for the test session (see ``dsh_persistence_postgres.testing``)."""
-    with temporary_postgres() as server:
+    with temporary_postgres(tcp=True) as server:
         yield server
 
 

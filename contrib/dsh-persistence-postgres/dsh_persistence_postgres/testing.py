@@ -18,6 +18,7 @@ import os
 import pwd
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
@@ -46,6 +47,8 @@ class PostgresServer:
 
     #: libpq connection string (Unix socket in ``socket_dir``, user ``dsh``, database ``postgres``)
     dsn: str
+    #: the same server over loopback TCP, when started with ``tcp=True`` (else ``None``)
+    tcp_dsn: str | None
     socket_dir: Path
     data_dir: Path
     #: the server's log (its stderr), for a failing test to show
@@ -86,12 +89,13 @@ def _version_key(path: str) -> tuple[int, ...]:
 
 @contextlib.contextmanager
 def temporary_postgres(
-    *, user: str = "nobody", settings: Mapping[str, str] | None = None
+    *, user: str = "nobody", settings: Mapping[str, str] | None = None, tcp: bool = False
 ) -> Iterator[PostgresServer]:
     """Start a throwaway server; stop it and remove its files on exit.
 
     ``settings`` are extra server settings (``-c name=value``); ``user`` is whom the cluster
-    belongs to when this process runs as root (ignored otherwise).
+    belongs to when this process runs as root (ignored otherwise); ``tcp`` also serves it on a
+    free loopback port (``tcp_dsn``), for what only TCP has (keepalives).
 
     :raises PostgresUnavailableError: no binaries, or the server failed to start (with its log).
     """
@@ -113,8 +117,10 @@ def temporary_postgres(
         if done.returncode != 0:
             msg = f"initdb failed ({done.returncode}): {done.stderr.strip() or done.stdout.strip()}"
             raise PostgresUnavailableError(msg)
+        port = _free_port() if tcp else 5432
         options = {
-            "listen_addresses": "",
+            "listen_addresses": "127.0.0.1" if tcp else "",
+            "port": str(port),
             "unix_socket_directories": str(root),
             "max_connections": "300",
             "logging_collector": "off",
@@ -126,7 +132,8 @@ def temporary_postgres(
         log = root / "server.log"
         with _running(command, env=env, cwd=root, log=log, as_user=as_user) as pid:
             yield PostgresServer(
-                dsn=f"host={root} port=5432 user=dsh dbname=postgres",
+                dsn=f"host={root} port={port} user=dsh dbname=postgres",
+                tcp_dsn=f"host=127.0.0.1 port={port} user=dsh dbname=postgres" if tcp else None,
                 socket_dir=root,
                 data_dir=data,
                 log=log,
@@ -134,6 +141,12 @@ def temporary_postgres(
             )
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 @contextlib.contextmanager

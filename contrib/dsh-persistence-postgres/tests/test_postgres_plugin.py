@@ -175,3 +175,31 @@ async def test_configured_it_replaces_the_default_store(db: Database) -> None:
         assert isinstance(ctx.session_persistence, PostgresSessionStore)
         assert "persistence-postgres" in harness.plugin_names
         assert "persistence-jsonl" not in harness.plugin_names
+
+
+async def test_the_lock_connection_has_keepalives_on_both_ends(postgres_server: object, db: Database) -> None:
+    """Over TCP the lock connection asks the server to drop it within ~15 s of silence, and watches the server too."""
+    from dsh_persistence_postgres.testing import PostgresServer
+
+    assert isinstance(postgres_server, PostgresServer)
+    assert postgres_server.tcp_dsn is not None
+    config = {"plugins": {"persistence-postgres": {"dsn": postgres_server.tcp_dsn, "schema": db.schema}}}
+    async with Harness(config=config, plugins=[PersistencePlugin()], autoload=False) as ctx:
+        await ctx.sessions.create("kept-alive")
+        conn = ctx.session_persistence._db._lock_conn
+        assert conn is not None
+        server_side = {
+            name: conn.execute(f"SHOW {name}").fetchone()[0]  # type: ignore[index]
+            for name in ("tcp_keepalives_idle", "tcp_keepalives_interval", "tcp_keepalives_count", "tcp_user_timeout")
+        }
+        assert server_side == {
+            "tcp_keepalives_idle": "5",
+            "tcp_keepalives_interval": "2",
+            "tcp_keepalives_count": "4",
+            "tcp_user_timeout": "15000",
+        }
+        client_side = conn.info.get_parameters() | dict(
+            item.split("=", 1) for item in conn.info.dsn.split() if "=" in item
+        )
+        assert (client_side["keepalives_idle"], client_side["keepalives_count"]) == ("5", "4")
+        assert db.lock_holders("kept-alive")  # the lock is held on that connection

@@ -90,3 +90,24 @@ async def test_inbox_records_are_committed_without_waiting_for_the_window(
         assert await anyio.to_thread.run_sync(committed.wait, 10)
         rows = db.query("SELECT type FROM {s}.dsh_events WHERE session_id = 'urgent' ORDER BY seq")
         assert rows == [("note/before",), ("inbox/queued",)]
+
+
+async def test_context_injected_while_idle_is_committed_at_once(
+    harness: HarnessFactory, db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """inject() on an idle agent rides with no turn: committed without waiting for the window (§9.1)."""
+    committed = threading.Event()
+    real_append = StoreDatabase.append
+
+    def append(self: StoreDatabase, *args: object, **kwargs: object) -> bool:
+        result = real_append(self, *args, **kwargs)  # type: ignore[arg-type]
+        committed.set()
+        return result
+
+    async with harness(batch_delay=3600) as ctx:
+        async with await ctx.agents.create("idle", agent_options=AgentOptions(model="scripted/x")) as handle:
+            monkeypatch.setattr(StoreDatabase, "append", append)
+            handle.agent.inject("the build is green")
+            assert await anyio.to_thread.run_sync(committed.wait, 10)
+            rows = db.query("SELECT type FROM {s}.dsh_events WHERE session_id = 'idle' ORDER BY seq")
+            assert rows[-1] == ("context/message",)
