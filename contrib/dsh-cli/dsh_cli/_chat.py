@@ -21,6 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from dsh_core import AgentHandle, SessionEvent, hookimpl
+from dsh_core.session_log import TurnStartEvent
 
 from ._approval import SessionApproval
 from ._args import MODES
@@ -184,7 +185,7 @@ class ChatController:
             self.handle.agent.cancel()
 
     def _print_history(self, events: tuple[SessionEvent, ...]) -> None:
-        starts = [i for i, event in enumerate(events) if event.type == "turn/start"]
+        starts = [i for i, event in enumerate(events) if event.type == TurnStartEvent.type]
         shown = events
         if len(starts) > HISTORY_TURNS:
             shown = events[starts[-HISTORY_TURNS] :]

@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from dsh_core import SessionEvent
+from dsh_core.session_log import TurnStartEvent, UserMessageEvent
 
 from ._config import EffectiveConfig
 from ._errors import CliError
@@ -68,9 +69,9 @@ def summarize(ident: str, events: Sequence[SessionEvent], cwd: str | None) -> Se
     title = ""
     for event in events:
         data: Mapping[str, Any] = event.data
-        if event.type == "turn/start":
+        if event.type == TurnStartEvent.type:
             turns = max(turns, int(data["turn"]))
-        elif event.type == "user/message" and not title:
+        elif event.type == UserMessageEvent.type and not title:
             title = " ".join(message_text(data["message"]).split())
     updated = events[-1].time if events else None
     return SessionSummary(ident, cwd, turns, len(events), updated, title)
