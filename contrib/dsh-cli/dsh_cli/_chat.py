@@ -21,7 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from dsh_core import AgentHandle, SessionEvent, hookimpl
-from dsh_core.session_log import TurnStartEvent
+from dsh_core.session_log import InboxClearedEvent, TurnStartEvent
 
 from ._approval import SessionApproval
 from ._args import MODES
@@ -89,7 +89,7 @@ class _AgentView:
 
     @hookimpl
     def dsh_session_event(self, event: SessionEvent) -> None:
-        if event.type == "inbox/cleared":
+        if event.type == InboxClearedEvent.type:
             ids = event.data.get("ids")
             self._chat.cleared([str(ident) for ident in ids] if isinstance(ids, tuple | list) else [])
         for note in self._feed.feed(event):

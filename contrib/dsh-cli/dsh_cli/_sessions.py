@@ -20,7 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from dsh_core import SessionEvent
-from dsh_core.session_log import TurnStartEvent, UserMessageEvent
+from dsh_core.session_log import TurnEndEvent, TurnStartEvent, UserMessageEvent
 
 from ._config import EffectiveConfig
 from ._errors import CliError
@@ -196,8 +196,8 @@ async def _fork(ctx: Context, persistence: Any, args: argparse.Namespace, consol
 
 def _balanced(events: Sequence[SessionEvent]) -> Sequence[SessionEvent]:
     """``events`` without a last turn that has not ended (a log another process is still writing)."""
-    starts = [event.seq for event in events if event.type == "turn/start"]
-    ends = [event.seq for event in events if event.type == "turn/end"]
+    starts = [event.seq for event in events if event.type == TurnStartEvent.type]
+    ends = [event.seq for event in events if event.type == TurnEndEvent.type]
     if starts and (not ends or starts[-1] > ends[-1]):
         return events[: starts[-1]]
     return events
