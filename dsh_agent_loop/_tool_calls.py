@@ -78,8 +78,8 @@ def _close_calls(
 def _next_group(agent: Agent, calls: Sequence[ToolCall], start: int) -> list[ToolCall]:
     """The call at ``start``, plus the parallel-safe calls right after it if it is parallel-safe."""
     group = [calls[start]]
-    if not _parallel_safe(agent, calls[start]):
-        return group
+    if start + 1 == len(calls) or not _parallel_safe(agent, calls[start]):
+        return group  # the last call is a group of one whatever it is: no need to parse its arguments
     for call in calls[start + 1 :]:
         if not _parallel_safe(agent, call):
             break

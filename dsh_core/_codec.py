@@ -1,14 +1,17 @@
 """JSON for attrs value classes, derived once per class from its fields' types: encode and read.
 
-``ObjectCodec.of(cls)`` looks at the resolved type of each attrs field and picks a codec for it:
+``ObjectCodec(cls)`` looks at the resolved type of each attrs field and picks a codec for it:
 ``str``, ``int``, ``float``, ``bool``, a ``Literal``, ``X | None``, ``tuple[X, ...]``, a frozen JSON
-object (``FrozenDict``), or a value class with its own ``to_json``/``from_json``. Field metadata
-(``json_field(...)``) adds what a type cannot say: a minimum, a reader for a union of classes, and
-whether the key is left out while the field holds its default (the ``key?`` of SPEC §7).
+object (``FrozenDict``), or a value class with its own JSON (a class with a codec of its own, or with
+``to_json``/``from_json``). Field metadata (``json_field(...)``) adds what a type cannot say: a
+minimum, a reader for a union of classes, and whether the key is left out while the field holds
+its default (the ``key?`` of SPEC §7). A class may carry a tag (``{"type": "text-delta", ...}``).
 
-Encoding gives deep-frozen JSON (a ``FrozenDict`` whose values are frozen), keys in field order, so
-the text a log writes is stable byte for byte. Reading checks everything and raises
-``VocabularyError`` whose ``field`` is the path of the bad spot (``data.message.content[1].type``).
+The encoders are compiled once per class into one plain function (no loop over fields at run
+time): ``encode`` gives deep-frozen JSON (a ``FrozenDict`` whose values are frozen), ``encode_plain``
+plain dicts and lists; keys come in field order (the tag first), so the text a log writes is stable
+byte for byte. Reading checks everything and raises ``VocabularyError`` whose ``field`` is the path
+of the bad spot (``data.message.content[1].type``).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import math
 import types
 import typing
 from collections.abc import Callable
-from typing import Any, Final, Literal, NoReturn, TypeVar
+from typing import Any, Final, Literal, NoReturn
 
 import attrs
 
@@ -30,15 +33,14 @@ from ._json import (
     freeze_json_object,
     json_type_name,
     refuse,
+    thaw_json,
 )
 
 __all__ = ["FieldCodec", "ObjectCodec", "json_field"]
 
-_T = TypeVar("_T")
-
 #: Reads one JSON value at a path (``data.turn``) into a Python value, or raises ``VocabularyError``.
 Reader = Callable[[object, str], Any]
-#: Turns one Python value into frozen JSON.
+#: Turns one Python value into JSON (frozen or plain).
 Encoder = Callable[[Any], Any]
 
 _META: Final = "dsh.json"
@@ -75,6 +77,12 @@ def _read_str(value: object, path: str) -> str:
     if type(value) is str:
         return value
     refuse(path, _missing_or(value, "a string"))
+
+
+def _read_optional_str(value: object, path: str) -> str | None:
+    if value is None or type(value) is str:
+        return value
+    refuse(path, f"expected a string or null, got {json_type_name(value)}")
 
 
 def _read_bool(value: object, path: str) -> bool:
@@ -129,6 +137,9 @@ def _read_object(value: object, path: str) -> FrozenDict:
 
 
 def _optional(read: Reader) -> Reader:
+    if read is _read_str:
+        return _read_optional_str
+
     def read_optional(value: object, path: str) -> Any:
         return None if value is None else read(value, path)
 
@@ -156,37 +167,58 @@ def _class_reader(cls: type) -> Reader:
 
 
 # ---------------------------------------------------------------------- encoders
+# Each field gets a pair: (frozen, plain). ``None`` means "the value is JSON as it is".
+
+_Pair = tuple[Encoder | None, Encoder | None]
 
 
-def _same(value: Any) -> Any:
-    return value
+def _class_pair(cls: type) -> tuple[Encoder, Encoder]:
+    codec = getattr(cls, "_json_codec", None)
+    if isinstance(codec, ObjectCodec):
+        return codec.encode, codec.encode_plain
+
+    def frozen(value: Any) -> FrozenDict:
+        return freeze_json_object(value.to_json(), where=cls.__name__, root="value")
+
+    return frozen, lambda value: value.to_json()
 
 
-def _tuple_encoder(encode: Encoder) -> Encoder:
-    if encode is _same:
-        return tuple
-    return lambda values: tuple([encode(value) for value in values])
+def _union_pair(members: list[type]) -> tuple[Encoder, Encoder]:
+    pairs = {member: _class_pair(member) for member in members}
+    frozen = {member: pair[0] for member, pair in pairs.items()}
+    plain = {member: pair[1] for member, pair in pairs.items()}
+    return (lambda value: frozen[value.__class__](value)), (lambda value: plain[value.__class__](value))
 
 
-def _optional_encoder(encode: Encoder) -> Encoder:
-    if encode is _same:
-        return _same
-    return lambda value: None if value is None else encode(value)
+def _tuple_pair(pair: _Pair) -> _Pair:
+    frozen, plain = pair
+    return (
+        tuple if frozen is None else (lambda values: tuple([frozen(value) for value in values])),
+        list if plain is None else (lambda values: [plain(value) for value in values]),
+    )
+
+
+def _optional_pair(pair: _Pair) -> _Pair:
+    frozen, plain = pair
+    return (
+        None if frozen is None else (lambda value: None if value is None else frozen(value)),
+        None if plain is None else (lambda value: None if value is None else plain(value)),
+    )
 
 
 # ---------------------------------------------------------------------- choosing by type
 
 
-def _codec_for(tp: Any, options: _FieldOptions, owner: str) -> tuple[Encoder, Reader]:
-    """The encoder and reader that a field of type ``tp`` gets (``options`` apply to tuple items)."""
+def _codec_for(tp: Any, options: _FieldOptions, owner: str) -> tuple[_Pair, Reader]:
+    """The encoders and the reader that a field of type ``tp`` gets (``options`` apply to tuple items)."""
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
         args = typing.get_args(tp)
         members = [arg for arg in args if arg is not type(None)]
         if len(members) < len(args):  # X | None
             inner = members[0] if len(members) == 1 else typing.Union[tuple(members)]  # noqa: UP007
-            encode, read = _codec_for(inner, options, owner)
-            return _optional_encoder(encode), _optional(read)
+            pair, read = _codec_for(inner, options, owner)
+            return _optional_pair(pair), _optional(read)
         if options.read is None:
             msg = f"{owner}: a union of {members} needs json_field(read=...) saying how to read it"
             raise TypeError(msg)
@@ -194,37 +226,32 @@ def _codec_for(tp: Any, options: _FieldOptions, owner: str) -> tuple[Encoder, Re
             if not (isinstance(member, type) and hasattr(member, "to_json")):
                 msg = f"{owner}: a union field holds value classes with to_json(), got {member!r}"
                 raise TypeError(msg)
-        return _to_json, options.read
+        return _union_pair(members), options.read
     if origin is tuple:
         args = typing.get_args(tp)
         if len(args) != 2 or args[1] is not Ellipsis:
             msg = f"{owner}: only tuple[X, ...] is supported, got {tp}"
             raise TypeError(msg)
-        encode, read = _codec_for(args[0], options, owner)
-        return _tuple_encoder(encode), _tuple_reader(read)
-    if isinstance(tp, type) and hasattr(tp, "from_json") and hasattr(tp, "to_json"):
-        return _to_json, options.read or _class_reader(tp)
-    if options.read is not None:
-        return _same, options.read
-    if tp is str:
-        return _same, _read_str
-    if tp is bool:
-        return _same, _read_bool
-    if tp is int:
-        return _same, _int_reader(options.minimum)
-    if tp is float:
-        return _same, _float_reader(options.minimum)
-    if origin is Literal:
-        return _same, _literal_reader(typing.get_args(tp))
+        pair, read = _codec_for(args[0], options, owner)
+        return _tuple_pair(pair), _tuple_reader(read)
     if tp is FrozenDict:
-        return _same, _read_object
+        return (None, thaw_json), options.read or _read_object
+    if isinstance(tp, type) and hasattr(tp, "from_json") and hasattr(tp, "to_json"):
+        return _class_pair(tp), options.read or _class_reader(tp)
+    if options.read is not None:
+        return (None, None), options.read
+    if tp is str:
+        return (None, None), _read_str
+    if tp is bool:
+        return (None, None), _read_bool
+    if tp is int:
+        return (None, None), _int_reader(options.minimum)
+    if tp is float:
+        return (None, None), _float_reader(options.minimum)
+    if origin is Literal:
+        return (None, None), _literal_reader(typing.get_args(tp))
     msg = f"{owner}: no JSON codec for a field of type {tp!r}"
     raise TypeError(msg)
-
-
-def _to_json(value: Any) -> FrozenDict:
-    """A value class's JSON, frozen."""
-    return freeze_json_object(value.to_json(), where=type(value).__name__, root="value")
 
 
 # ---------------------------------------------------------------------- one class
@@ -236,7 +263,6 @@ class FieldCodec:
 
     name: str
     key: str
-    encode: Encoder
     read: Reader
     #: the default value (or factory result) when the key may be absent; ``attrs.NOTHING`` if required
     default: Any
@@ -244,56 +270,74 @@ class FieldCodec:
 
 
 class ObjectCodec:
-    """Encode an attrs instance as a frozen JSON object, and read one back, checking every field."""
+    """Encode an attrs instance as a JSON object, and read one back, checking every field.
 
-    __slots__ = ("_cls", "_encoders", "_fields", "_keys", "_name")
+    :param tag: ``(key, value)`` written first and required on read, e.g. ``("type", "text-delta")``.
+    :param errors_at: the field that a rule across fields (the class refusing a value) is about.
+    """
 
-    def __init__(self, cls: type, *, extra_keys: tuple[str, ...] = ()) -> None:
+    __slots__ = ("_cls", "_errors_at", "_fields", "_keys", "_name", "_tag", "encode", "encode_plain")
+
+    def __init__(self, cls: type, *, tag: tuple[str, str] | None = None, errors_at: str | None = None) -> None:
         attrs.resolve_types(cls)
         self._cls = cls
         self._name = cls.__name__
+        self._tag = tag
+        self._errors_at = errors_at
         fields: list[FieldCodec] = []
+        pairs: list[_Pair] = []
         for attribute in attrs.fields(cls):
             if not attribute.init:
                 continue
             options: _FieldOptions = attribute.metadata.get(_META, _FieldOptions())
-            encode, read = _codec_for(attribute.type, options, f"{cls.__name__}.{attribute.name}")
+            pair, read = _codec_for(attribute.type, options, f"{cls.__name__}.{attribute.name}")
             default = attribute.default
             if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
                 default = default.factory()
-            fields.append(
-                FieldCodec(
-                    attribute.alias or attribute.name,
-                    attribute.name,
-                    encode,
-                    read,
-                    default,
-                    options.omit_default,
-                )
-            )
+            fields.append(FieldCodec(attribute.name, attribute.alias or attribute.name, read, default, options.omit_default))
+            pairs.append(pair)
         self._fields = tuple(fields)
-        self._keys = frozenset([field.key for field in fields] + list(extra_keys))
-        self._encoders = tuple(
-            (field.name, field.key, field.encode, field.omit_default, field.default) for field in fields
-        )
+        keys = [field.key for field in fields]
+        self._keys = frozenset(keys + ([tag[0]] if tag else []))
+        #: ``value`` as a frozen JSON object
+        self.encode: Callable[[Any], FrozenDict] = self._compile(pairs, frozen=True)
+        #: ``value`` as a plain JSON object (dicts and lists)
+        self.encode_plain: Callable[[Any], dict[str, Any]] = self._compile(pairs, frozen=False)
+
+    def _compile(self, pairs: list[_Pair], *, frozen: bool) -> Any:
+        """One function with a line per field, keys in field order: the cost of a hand-written ``to_json``."""
+        namespace: dict[str, Any] = {"_frozen": _frozen}
+        literal: list[str] = [] if self._tag is None else [f"{self._tag[0]!r}: {self._tag[1]!r}"]
+        lines: list[str] = []  # once a key may be left out, the rest follow one by one (to keep the order)
+        for index, (field, pair) in enumerate(zip(self._fields, pairs, strict=True)):
+            encode = pair[0] if frozen else pair[1]
+            if encode is not None:
+                namespace[f"_e{index}"] = encode
+            value = f"v.{field.name}"
+            shown = f"_e{index}({value})" if encode is not None else value
+            if field.omit_default:
+                namespace[f"_d{index}"] = field.default
+                lines.append(f"    if not ({value} is _d{index} or {value} == _d{index}):")
+                lines.append(f"        out[{field.key!r}] = {shown}")
+            elif lines:
+                lines.append(f"    out[{field.key!r}] = {shown}")
+            else:
+                literal.append(f"{field.key!r}: {shown}")
+        source = "def encode(v):\n    out = {" + ", ".join(literal) + "}\n" + "".join(f"{line}\n" for line in lines)
+        source += "    return _frozen(out)\n" if frozen else "    return out\n"
+        exec(source, namespace)  # the source is built above from attrs field names only
+        return namespace["encode"]
 
     @property
     def fields(self) -> tuple[FieldCodec, ...]:
         return self._fields
 
-    def encode(self, value: Any) -> FrozenDict:
-        """``value`` as a frozen JSON object (keys in field order; omitted defaults left out)."""
-        out: dict[str, Any] = {}
-        for name, key, encode, omit, default in self._encoders:
-            item = getattr(value, name)
-            if omit and (item is default or item == default):
-                continue
-            out[key] = encode(item)
-        return _frozen(out)
-
     def read(self, data: object, field: str) -> Any:
         """Read and check a JSON object into an instance. :raises VocabularyError: naming the field."""
         obj = expect_object(data, field)
+        tag = self._tag
+        if tag is not None and obj.get(tag[0]) != tag[1]:
+            refuse(f"{field}.{tag[0]}", f"expected {tag[1]!r}, got {obj.get(tag[0])!r}")
         kwargs: dict[str, Any] = {}
         for codec in self._fields:
             value = obj.get(codec.key)
@@ -306,7 +350,7 @@ class ObjectCodec:
         except (TypeError, ValueError) as exc:
             if isinstance(exc, VocabularyError):
                 raise
-            _refuse_value(field, exc)
+            _refuse_value(f"{field}.{self._errors_at}" if self._errors_at else field, exc)
 
     def __repr__(self) -> str:
         return f"<ObjectCodec {self._name}>"
