@@ -178,7 +178,7 @@ class ChatController:
         if self.handle is None:
             return None
         session = self.handle.agent.session
-        return session.id if any(event.type == "turn/start" for event in session.events) else None
+        return session.id if any(event.type == TurnStartEvent.type for event in session.events) else None
 
     def cancel(self) -> None:
         if self.handle is not None:
