@@ -41,6 +41,7 @@ sessions: $(STAMP)
 
 events: $(STAMP)
 	$(BIN)/python -m dsh_core events > docs/events.md
+	$(BIN)/python -m dsh_core session-log > docs/session-log.md
 
 clean:
 	rm -rf $(VENV)

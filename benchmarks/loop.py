@@ -4,6 +4,9 @@ Prints us per text step, per tool step, per streamed chunk, agents created per s
 per idle agent. Budgets (issue 5): <= 100 us per text step, <= 150 us per tool step, <= 3 us per
 chunk, <= 30 KB per idle agent. Every event is logged in the session (in memory: no persistence
 plugin is loaded here; see benchmarks/persistence.py for the durable path).
+
+``--against TREE`` measures this tree and another checkout alternately in one run and prints the
+ratios (see ``_compare.py``).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import time
 import tracemalloc
 
 import anyio
+from _compare import main as compare_main
 
 from dsh_core import AgentOptions, ContinuationDecision, Harness, hookimpl, tool
 from dsh_core.testing import Reply, ScriptedModel
@@ -85,7 +89,7 @@ async def agents_per_second(count: int) -> tuple[float, float]:
         return count / elapsed, (after - before) / count
 
 
-async def main() -> None:
+async def measure(backend: str) -> dict[str, float]:
     turns = 500
     text_turn = await per_turn([ScriptedModel.text("answer")], turns)
     long_text = await per_turn([ScriptedModel.text("a" * 100, chunks=100)], turns)
@@ -93,19 +97,35 @@ async def main() -> None:
     tool_steps = await per_turn(
         [ScriptedModel.tool_call("ping")] * (STEPS - 1) + [ScriptedModel.text("done")], turns // 5
     )
-    text_step = (text_steps - text_turn) / (STEPS - 1)
-    tool_step = (tool_steps - text_turn) / (STEPS - 1)
-    per_chunk = (long_text - text_turn) / 99
     rate, per_agent = await agents_per_second(1000)
-    print(f"turn with one text step (2 chunks) {text_turn * 1e6:8.1f} us   (send, turn, step, flush, idle)")
-    print(f"each further text step             {text_step * 1e6:8.1f} us   budget <= 100 us")
-    print(f"each further tool step             {tool_step * 1e6:8.1f} us   budget <= 150 us")
-    print(f"per streamed chunk                 {per_chunk * 1e6:8.2f} us   budget <= 3 us")
-    print(f"agents created per second          {rate:8.0f}")
-    print(f"memory per idle agent              {per_agent / 1024:8.1f} KB  budget <= 30 KB")
+    return {
+        f"{backend} turn with one text step": text_turn * 1e6,
+        f"{backend} text step": (text_steps - text_turn) / (STEPS - 1) * 1e6,
+        f"{backend} tool step": (tool_steps - text_turn) / (STEPS - 1) * 1e6,
+        f"{backend} streamed chunk": (long_text - text_turn) / 99 * 1e6,
+        f"{backend} agent created": 1e6 / rate,
+        f"{backend} idle agent KB": per_agent / 1024,
+    }
+
+
+def measure_all() -> dict[str, float]:
+    figures: dict[str, float] = {}
+    for backend in ("asyncio", "trio"):
+        figures.update(anyio.run(measure, backend, backend=backend))
+    return figures
+
+
+def show(figures: dict[str, float]) -> None:
+    for backend in ("asyncio", "trio"):
+        print(f"--- {backend}")
+        text_turn = figures[f"{backend} turn with one text step"]
+        print(f"turn with one text step (2 chunks) {text_turn:8.1f} us   (send, turn, step, flush, idle)")
+        print(f"each further text step             {figures[f'{backend} text step']:8.1f} us   budget <= 100 us")
+        print(f"each further tool step             {figures[f'{backend} tool step']:8.1f} us   budget <= 150 us")
+        print(f"per streamed chunk                 {figures[f'{backend} streamed chunk']:8.2f} us   budget <= 3 us")
+        print(f"agents created per second          {1e6 / figures[f'{backend} agent created']:8.0f}")
+        print(f"memory per idle agent              {figures[f'{backend} idle agent KB']:8.1f} KB  budget <= 30 KB")
 
 
 if __name__ == "__main__":
-    for backend in ("asyncio", "trio"):
-        print(f"--- {backend}")
-        anyio.run(main, backend=backend)
+    compare_main(__file__, measure_all, show)

@@ -3,6 +3,10 @@
 Run: ``.venv/bin/python benchmarks/session.py``. Prints figures, asserts nothing. Each figure is the
 best of several rounds (the least disturbed by the machine). Budgets (issue 3): append <= 3 us per
 small event with no listener; the per-step derive cost flat in log length (100k within 1.5x of 1k).
+
+"chunk append, the loop's way" appends one streamed chunk as the loop does: a typed
+``AssistantChunkEvent`` where the tree has the session-log catalogue, else the old hand-frozen dict.
+``--against TREE`` measures this tree and another checkout alternately and prints the ratios.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 import anyio
+from _compare import main as compare_main
 
 from dsh_core import Context, Harness, hookimpl
 from dsh_core._assembler import BlockAssembler
@@ -41,23 +46,49 @@ class Listener:
 
 SMALL = {"turn": 1, "step": 1, "index": 3}
 CHUNK = {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "hello"}}
+DELTA = TextDelta(0, "hello")
 
 
-async def append_costs(ctx: Context, label: str) -> None:
+def chunk_appender(session: Session) -> Callable[[], object]:
+    """One streamed chunk appended as the loop of this tree does it."""
+    try:
+        from dsh_core.session_log import AssistantChunkEvent
+    except ImportError:  # a tree before the catalogue: the loop froze the dict by hand
+        from dsh_core._json import frozen_trusted  # type: ignore[attr-defined, unused-ignore]
+
+        def old_way() -> object:
+            chunk = frozen_trusted(DELTA.to_json())
+            return session.append("assistant/chunk", frozen_trusted({"turn": 1, "step": 1, "chunk": chunk}))
+
+        return old_way
+    append = session.append
+    return lambda: append(AssistantChunkEvent(turn=1, step=1, chunk=DELTA))
+
+
+async def append_costs(ctx: Context, label: str, figures: dict[str, float]) -> None:
     # Fresh live sessions, one per round, so every round appends to a published session of equal size.
-    sessions = iter([await ctx.sessions.create(f"{label}-{i}") for i in range(ROUNDS * 2)])
+    sessions = iter([await ctx.sessions.create(f"{label}-{i}") for i in range(ROUNDS * 3)])
+    n = 20_000
 
-    def run(data: dict[str, Any]) -> float:
+    def run(event_type: str, data: dict[str, Any]) -> float:
         session = next(sessions)
-        n = 20_000
         start = time.perf_counter()
         for _ in range(n):
-            session.append("assistant/chunk", data)
+            session.append(event_type, data)
         return (time.perf_counter() - start) / n * 1e6
 
-    small = best_of(ROUNDS, lambda: run(SMALL))
-    chunk = best_of(ROUNDS, lambda: run(CHUNK))
-    print(f"append, {label}: {small:5.2f} us/event (3 ints)   {chunk:5.2f} us/event (assistant/chunk shape)")
+    def loop_way() -> float:
+        append = chunk_appender(next(sessions))
+        start = time.perf_counter()
+        for _ in range(n):
+            append()
+        return (time.perf_counter() - start) / n * 1e6
+
+    figures[f"append, {label}: undeclared type, 3 ints"] = best_of(ROUNDS, lambda: run("bench/small", SMALL))
+    figures[f"append, {label}: assistant/chunk as (type, data)"] = best_of(
+        ROUNDS, lambda: run("assistant/chunk", CHUNK)
+    )
+    figures[f"append, {label}: chunk append, the loop's way"] = best_of(ROUNDS, loop_way)
 
 
 def build_log(session: Session, events: int) -> None:
@@ -70,7 +101,7 @@ def build_log(session: Session, events: int) -> None:
         session.append("user/message", {"message": UserMessage(f"question {turn}").to_json()})
         for index in range(12):
             session.append(
-                "assistant/chunk", {"turn": turn, "step": 1, "chunk": {"type": "text-delta", "index": index}}
+                "assistant/chunk", {"turn": turn, "step": 1, "chunk": {"type": "text-delta", "index": index, "text": "t"}}
             )
         call = ToolCall(f"call-{turn}", "read", '{"path": "a.txt"}')
         reply = AssistantMessage((Text("let me look"), call))
@@ -83,10 +114,10 @@ def build_log(session: Session, events: int) -> None:
         session.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
 
 
-def derive_costs(ctx: Context) -> None:
+def derive_costs(ctx: Context, figures: dict[str, float]) -> None:
     user = {"message": UserMessage("and then?").to_json()}
-    answer = {"turn": 0, "step": 1, "message": AssistantMessage("sure").to_json()}
-    chunk = {"turn": 0, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "s"}}
+    answer = {"turn": 1, "step": 1, "message": AssistantMessage("sure").to_json()}
+    chunk = {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "s"}}
     steps = 100  # each round starts from a freshly built log; 100 steps add 400 events to it
     counter = iter(range(1_000_000))
     results: dict[int, float] = {}
@@ -120,17 +151,11 @@ def derive_costs(ctx: Context) -> None:
             return spent / steps * 1e6
 
         results[size] = best_of(ROUNDS, step_total)
-        derive = best_of(ROUNDS, derive_only)
-        messages = len(fresh(size).derive_messages())
-        print(
-            f"derive step at {size:>7,} events ({messages:>5,} messages): {results[size]:6.2f} us/step "
-            f"(4 appends + derive_messages()); derive_messages() alone {derive:5.3f} us"
-        )
-    ratio = results[100_000] / results[1_000]
-    print(f"derive step, 100k / 1k: {ratio:4.2f}x (budget 1.5x)")
+        figures[f"derive step at {size:,} events (4 appends + derive)"] = results[size]
+        figures[f"derive_messages() alone at {size:,} events"] = best_of(ROUNDS, derive_only)
 
 
-def assembler_cost() -> None:
+def assembler_cost(figures: dict[str, float]) -> None:
     chunks: list[Chunk] = [TextDelta(i % 4, "tok") for i in range(4_000)]
     chunks.append(Usage(100, 4_000))
     chunks.append(Finish("stop"))
@@ -144,7 +169,7 @@ def assembler_cost() -> None:
             assembler.message()
         return (time.perf_counter() - start) / (20 * len(chunks)) * 1e6
 
-    print(f"assembler: {best_of(ROUNDS, run):5.3f} us/chunk (add + the final message(), 4 blocks)")
+    figures["assembler per chunk (add + the final message(), 4 blocks)"] = best_of(ROUNDS, run)
 
 
 class Firehose:
@@ -163,7 +188,7 @@ class Firehose:
         return ModelInfo(1000, 100)
 
 
-async def stream_cost(backend: str) -> None:
+async def stream_cost(backend: str, figures: dict[str, float]) -> None:
     n = 50_000
     adapter = Firehose(n)
     runtime = LlmRuntime()
@@ -182,27 +207,37 @@ async def stream_cost(backend: str) -> None:
             pass
         return (time.perf_counter() - start) / n * 1e6
 
-    raw = min([await direct() for _ in range(ROUNDS)])
-    wrapped = min([await through() for _ in range(ROUNDS)])
-    print(
-        f"llm stream ({backend}): {wrapped:5.3f} us/chunk through ctx.llm.stream, "
-        f"{raw:5.3f} us/chunk reading the adapter directly (+{wrapped - raw:5.3f})"
-    )
+    figures[f"llm stream ({backend}) per chunk, adapter alone"] = min([await direct() for _ in range(ROUNDS)])
+    figures[f"llm stream ({backend}) per chunk, through ctx.llm.stream"] = min([await through() for _ in range(ROUNDS)])
 
 
-async def main() -> None:
+async def main(figures: dict[str, float]) -> None:
     async with Harness(autoload=False) as ctx:
-        await append_costs(ctx, "0 listeners")
+        await append_costs(ctx, "0 listeners", figures)
         listeners = [Listener() for _ in range(5)]
         for listener in listeners:
             ctx.register_plugin(listener)
-        await append_costs(ctx, "5 listeners")
+        await append_costs(ctx, "5 listeners", figures)
     async with Harness(autoload=False) as ctx:
-        derive_costs(ctx)
-    assembler_cost()
+        derive_costs(ctx, figures)
+    assembler_cost(figures)
+
+
+def measure_all() -> dict[str, float]:
+    figures: dict[str, float] = {}
+    anyio.run(main, figures)
+    for backend in ("asyncio", "trio"):
+        anyio.run(stream_cost, backend, figures, backend=backend)
+    return figures
+
+
+def show(figures: dict[str, float]) -> None:
+    width = max(len(key) for key in figures)
+    for key, value in figures.items():
+        print(f"{key:<{width}}  {value:8.3f} us")
+    ratio = figures["derive step at 100,000 events (4 appends + derive)"] / figures["derive step at 1,000 events (4 appends + derive)"]
+    print(f"derive step, 100k / 1k: {ratio:4.2f}x (budget 1.5x)")
 
 
 if __name__ == "__main__":
-    anyio.run(main)
-    for backend in ("asyncio", "trio"):
-        anyio.run(stream_cost, backend, backend=backend)
+    compare_main(__file__, measure_all, show)

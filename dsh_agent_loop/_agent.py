@@ -15,6 +15,7 @@ from dsh_core._agent_types import AgentOptions, AgentStatus, TurnOutcome
 from dsh_core._content import Image, Text, UserMessage, new_id
 from dsh_core._errors import AgentDisposedError
 from dsh_core._signal import CancelSignal
+from dsh_core.session_log import ContextMessageEvent, InboxClearedEvent, InboxQueuedEvent
 
 from ._header import HeaderLog
 from ._inbox import Inbox, InboxKind, Queued
@@ -78,7 +79,7 @@ class Agent:
         #: every id ever queued in this session (from the log, then each accept): a caller-chosen
         #: id seen again is a retried send, which must not be queued twice
         self.known_ids: set[str] = {
-            str(event.data["id"]) for event in session.events if event.type == "inbox/queued"
+            str(event.data["id"]) for event in session.events if event.type == InboxQueuedEvent.type
         }
 
     # ------------------------------------------------------------------ what the Agent protocol exposes
@@ -160,7 +161,7 @@ class Agent:
             return
         self._check_alive()
         message = UserMessage(content=content, source=source or _DEFAULT_SOURCES["inject"])
-        self._session.append("context/message", {"message": message.to_json()})
+        self._session.append(ContextMessageEvent(message=message))
         self.flush_wanted = True
         self._mark_busy()
         self.wake_event.set()
@@ -220,7 +221,7 @@ class Agent:
         self._check_alive()
         message = UserMessage(content=content, source=source or _DEFAULT_SOURCES[kind])
         item = Queued(id or new_id(), kind, message)
-        self._session.append("inbox/queued", item.to_json())
+        self._session.append(InboxQueuedEvent(id=item.id, kind=item.kind, message=message))
         self.known_ids.add(item.id)
         self.inbox.put(item)
         if waiter is not None:
@@ -247,7 +248,7 @@ class Agent:
         active = self.status_value == "running" or self.wake_requested
         cleared = self.inbox.clear()
         if cleared:
-            self._session.append("inbox/cleared", {"ids": cleared})
+            self._session.append(InboxClearedEvent(ids=cleared))
             kind = "disposed" if reason == "disposed" else "aborted"
             self.resolve_waiters(cleared, TurnOutcome({"kind": kind}, None))
         if not active:

@@ -17,6 +17,15 @@ from dsh_core._content import AssistantMessage, UserMessage
 from dsh_core._decisions import Allow, Block, ContinuationDecision, ContinuationStop
 from dsh_core._llm_types import Failure
 from dsh_core._signal import CancelSignal
+from dsh_core.session_log import (
+    ContextMessageEvent,
+    InboxClearedEvent,
+    PromptBlockedEvent,
+    SteeringMessageEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+    UserMessageEvent,
+)
 
 from ._agent import Agent
 from ._interrupt import Aborted, check, interruptible
@@ -101,7 +110,7 @@ async def run_turn(agent: Agent) -> None:
     signal = CancelSignal()
     agent.turn_signal = signal
     try:
-        session.append("turn/start", {"turn": turn})
+        session.append(TurnStartEvent(turn=turn))
     except Exception as exc:  # noqa: BLE001 - a vetoed turn/start: no turn, the prompts are dropped
         agent.turn_signal = None
         await agent.ctx.events.notify("agent/error", agent=agent, turn=agent.last_turn, step=0, error=exc)
@@ -130,7 +139,7 @@ async def run_turn(agent: Agent) -> None:
     if state.terminal:
         discarded = [item.id for item in agent.inbox.drop_steering() if item.durable]
         if discarded:
-            session.append("inbox/cleared", {"ids": discarded})
+            session.append(InboxClearedEvent(ids=discarded))
     elif agent.inbox.requeue_steering():
         agent.wake_requested = True  # leftover steering runs as the next turn
     outcome = TurnOutcome((state.end or TurnEnd("completed")).to_json(), state.last_message)
@@ -145,7 +154,7 @@ def _drop_queued(agent: Agent, exc: Exception) -> None:
         return
     ids = [item.id for item in items]
     try:
-        agent.session.append("inbox/cleared", {"ids": ids})
+        agent.session.append(InboxClearedEvent(ids=ids))
     except Exception:
         logger.exception("agent %r: could not record the dropped prompts", agent.id)
     failure = Failure(message=f"the turn could not start: {type(exc).__name__}: {exc}", code="UNKNOWN")
@@ -156,9 +165,9 @@ def _close_turn(agent: Agent, state: _TurnState, end: TurnEnd) -> None:
     state.end = end
     session = agent.session
     if state.unlogged:  # taken for this turn but never admitted: say so, so none is pending forever
-        session.append("inbox/cleared", {"ids": state.unlogged})
+        session.append(InboxClearedEvent(ids=state.unlogged))
         state.unlogged = []
-    session.append("turn/end", {"turn": state.turn, "reason": end.to_json()})
+    session.append(TurnEndEvent(turn=state.turn, reason=end))
 
 
 async def _turn_body(agent: Agent, state: _TurnState) -> TurnEnd:
@@ -183,16 +192,13 @@ async def _turn_body(agent: Agent, state: _TurnState) -> TurnEnd:
                 )
                 raise TypeError(msg)
             if isinstance(verdict, Block):
-                session.append(
-                    "prompt/blocked",
-                    {"queued_id": item.id, "reason": verdict.reason, "message": item.message.to_json()},
-                )
+                session.append(PromptBlockedEvent(queued_id=item.id, reason=verdict.reason, message=item.message))
                 continue
             admitted += 1
-            session.append("user/message", {"message": item.message.to_json(), "queued_id": item.id})
+            session.append(UserMessageEvent(message=item.message, queued_id=item.id))
             for text in verdict.additional_context:
                 context = UserMessage(content=text, source={"kind": "context"})
-                session.append("context/message", {"message": context.to_json()})
+                session.append(ContextMessageEvent(message=context))
     check(signal)
     if admitted == 0:
         return TurnEnd("rejected")
@@ -236,7 +242,7 @@ async def _continuation(
     )
     if decision.action == "continue" and decision.reason:
         reason = UserMessage(content=decision.reason, source={"kind": "continuation"})
-        agent.session.append("steering/message", {"message": reason.to_json()})
+        agent.session.append(SteeringMessageEvent(message=reason))
         steered = True
     pending = steered or agent.inbox.has_steering
     if agent.cancel_marker:  # at the continuation gate

@@ -13,6 +13,7 @@ from typing import Any
 from dsh_core._content import Message
 from dsh_core._defaults.sessions import Session
 from dsh_core._llm_types import LlmCallConfig
+from dsh_core.session_log import RequestHeaderDeltaEvent, RequestHeaderEvent
 
 __all__ = ["HeaderLog"]
 
@@ -36,26 +37,20 @@ class HeaderLog:
         prefix: tuple[Message, ...],
     ) -> None:
         if not self._logged:
-            session.append(
-                "request/header",
-                {
-                    "config": config.to_json(),
-                    "system": system,
-                    "tools": list(tools),
-                    "prefix": [message.to_json() for message in prefix],
-                },
-            )
+            session.append(RequestHeaderEvent(config=config, system=system, tools=tools, prefix=prefix))
             self._logged = True
         else:
-            delta: dict[str, Any] = {}
-            if config is not self._config and config != self._config:
-                delta["config"] = config.to_json()
-            if system != self._system:
-                delta["system"] = system
-            if tools is not self._tools and tuple(tools) != tuple(self._tools or ()):
-                delta["tools"] = list(tools)
-            if prefix is not self._prefix and prefix != self._prefix:
-                delta["prefix"] = [message.to_json() for message in prefix]
-            if delta:
-                session.append("request/header-delta", delta)
+            new_config = config is not self._config and config != self._config
+            new_system = system != self._system
+            new_tools = tools is not self._tools and tuple(tools) != tuple(self._tools or ())
+            new_prefix = prefix is not self._prefix and prefix != self._prefix
+            if new_config or new_system or new_tools or new_prefix:
+                session.append(
+                    RequestHeaderDeltaEvent(
+                        config=config if new_config else None,
+                        system=system if new_system else None,
+                        tools=tools if new_tools else None,
+                        prefix=prefix if new_prefix else None,
+                    )
+                )
         self._config, self._system, self._tools, self._prefix = config, system, tools, prefix

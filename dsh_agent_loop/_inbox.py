@@ -9,20 +9,15 @@ The inbox knows nothing of models or tools.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal, TypeAlias
+from collections.abc import Iterable, Sequence
 
 import attrs
 
 from dsh_core._content import UserMessage
 from dsh_core._session_event import SessionEvent
+from dsh_core.session_log import InboxClearedEvent, InboxKind, InboxQueuedEvent
 
-__all__ = ["CONSUMING_EVENTS", "Inbox", "InboxKind", "Queued"]
-
-InboxKind: TypeAlias = Literal["send", "steer", "inject"]
-
-#: session events whose data may carry the ``queued_id`` of the inbox item they consume
-CONSUMING_EVENTS = frozenset({"user/message", "steering/message", "context/message", "prompt/blocked"})
+__all__ = ["Inbox", "InboxKind", "Queued"]
 
 
 @attrs.frozen
@@ -34,9 +29,6 @@ class Queued:
     message: UserMessage
     #: False for items the loop makes itself (a continuation reason): no inbox/queued record exists
     durable: bool = True
-
-    def to_json(self) -> dict[str, object]:
-        return {"id": self.id, "kind": self.kind, "message": self.message.to_json()}
 
 
 class Inbox:
@@ -105,20 +97,18 @@ class Inbox:
         """
         pending: dict[str, Queued] = {}
         for event in events:
-            kind = event.type
-            data: Mapping[str, Any] = event.data
-            if kind == "inbox/queued":
-                message = UserMessage.from_json(data["message"], field="inbox/queued.message")
+            payload = event.payload
+            if isinstance(payload, InboxQueuedEvent):
                 # Steering outlives its turn as a prompt; injected context still rides with a step.
-                queued_kind: InboxKind = "inject" if data.get("kind") == "inject" else "send"
-                pending[str(data["id"])] = Queued(str(data["id"]), queued_kind, message)
-            elif kind == "inbox/cleared":
-                for ident in data["ids"]:
-                    pending.pop(str(ident), None)
-            elif kind in CONSUMING_EVENTS:
-                queued_id = data.get("queued_id")
+                queued_kind: InboxKind = "inject" if payload.kind == "inject" else "send"
+                pending[payload.id] = Queued(payload.id, queued_kind, payload.message)
+            elif isinstance(payload, InboxClearedEvent):
+                for ident in payload.ids:
+                    pending.pop(ident, None)
+            elif payload is not None and payload.spec.consumes:
+                queued_id = payload.queued_id  # type: ignore[attr-defined]  # a consuming type has one
                 if queued_id is not None:
-                    pending.pop(str(queued_id), None)
+                    pending.pop(queued_id, None)
         inbox = cls()
         for item in pending.values():
             inbox.put(item)

@@ -25,6 +25,7 @@ from dsh_core._context import Context, Effect
 from dsh_core._errors import ConfigError, DshError, DuplicateRegistrationError, MissingServiceError
 from dsh_core._persistence import SessionPersistence
 from dsh_core._session_event import SessionEvent
+from dsh_core.session_log import TurnStartEvent
 
 from ._agent import Agent
 from ._driver import drive
@@ -396,7 +397,7 @@ class AgentLoop:
 
 def _last_turn(events: Sequence[SessionEvent]) -> int:
     for event in reversed(events):
-        if event.type == "turn/start":
+        if event.type == TurnStartEvent.type:
             turn = event.data["turn"]
             return turn if isinstance(turn, int) else 0
     return 0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import aclosing
-from typing import Any
 
 import anyio
 import anyio.lowlevel
@@ -14,9 +13,15 @@ from dsh_core._assembler import BlockAssembler
 from dsh_core._content import AssistantMessage, Message, ToolResultMessage, UserMessage
 from dsh_core._decisions import Retry
 from dsh_core._defaults.agents import assemble_context_for
-from dsh_core._json import frozen_trusted
-from dsh_core._llm_types import Failure, Finish, LlmCallConfig, LlmRequest, Usage
+from dsh_core._llm_types import Failure, LlmCallConfig, LlmRequest, Usage
 from dsh_core._signal import CancelSignal
+from dsh_core.session_log import (
+    AssistantChunkEvent,
+    AssistantMessageEvent,
+    ContextMessageEvent,
+    SteeringMessageEvent,
+    StepStartEvent,
+)
 
 from ._agent import Agent
 from ._interrupt import check, interruptible
@@ -45,13 +50,11 @@ def log_step_items(agent: Agent, turn: int, step: int) -> bool:
     items = agent.inbox.take_step()
     steered = False
     for item in items:
-        data: dict[str, Any] = {"message": item.message.to_json()}
-        if item.durable:
-            data["queued_id"] = item.id
+        queued_id = item.id if item.durable else None
         if item.kind == "inject":
-            agent.session.append("context/message", data)
+            agent.session.append(ContextMessageEvent(message=item.message, queued_id=queued_id))
         else:
-            agent.session.append("steering/message", data)
+            agent.session.append(SteeringMessageEvent(message=item.message, queued_id=queued_id))
             steered = True
     return steered
 
@@ -109,17 +112,14 @@ async def run_step(agent: Agent, turn: int, step: int, signal: CancelSignal) -> 
         message, finish, usage = await _call_model(agent, turn, step, signal, attempt)
     if signal.reason is not None:
         check(signal, _keep_interrupted(agent, turn, step, attempt.assembler))
-    data: dict[str, Any] = {"turn": turn, "step": step, "message": message.to_json()}
-    if usage is not None:
-        data["usage"] = usage.to_json()
-    session.append("assistant/message", data)
+    session.append(AssistantMessageEvent(turn=turn, step=step, message=message, usage=usage))
     max_tokens = finish == "max-tokens"
     calls = () if max_tokens else message.tool_calls
     if calls:
         contexts = await run_tool_calls(agent, turn, step, calls, signal)
         for text in contexts:
             context = UserMessage(content=text, source={"kind": "context"})
-            session.append("context/message", {"message": context.to_json()})
+            session.append(ContextMessageEvent(message=context))
     return StepOutcome(message=message, ran_tools=bool(calls), max_tokens=max_tokens)
 
 
@@ -132,10 +132,9 @@ def _keep_interrupted(
     partial = assembler.interrupted()
     if not partial.content:
         return None
-    data: dict[str, Any] = {"turn": turn, "step": step, "message": partial.to_json(), "interrupted": True}
-    if assembler.usage is not None:
-        data["usage"] = assembler.usage.to_json()
-    agent.session.append("assistant/message", data)
+    agent.session.append(
+        AssistantMessageEvent(turn=turn, step=step, message=partial, interrupted=True, usage=assembler.usage)
+    )
     return partial
 
 
@@ -154,7 +153,7 @@ async def _call_model(
     await events.serial("agent/pre-step", agent=agent, turn=turn, step=step, prefix=prefix, signal=signal)
     system = prompt.render(assembly)
     boundary = session.derive_messages()
-    session.append("step/start", {"turn": turn, "step": step})
+    session.append(StepStartEvent(turn=turn, step=step))
     config = _check_route(
         agent,
         await events.waterfall("agent/request", _call_config(agent), agent=agent, turn=turn, step=step, signal=signal),
@@ -181,11 +180,7 @@ async def _call_model(
         add = assembler.add
         async with aclosing(llm.stream(request)) as chunks:  # closed at once, even when a listener raises
             async for chunk in chunks:
-                if type(chunk) is Finish:
-                    append("assistant/chunk", {"turn": turn, "step": step, "chunk": chunk.to_json()})
-                else:  # deltas and usage hold only validated scalars: skip the deep freeze
-                    frozen = frozen_trusted(chunk.to_json())
-                    append("assistant/chunk", frozen_trusted({"turn": turn, "step": step, "chunk": frozen}))
+                append(AssistantChunkEvent(turn=turn, step=step, chunk=chunk))
                 add(chunk)
         finish = assembler.finish
         if finish is not None and finish.reason not in ("error", "aborted"):

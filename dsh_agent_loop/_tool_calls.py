@@ -8,13 +8,13 @@ pipeline (a plugin that raised) closes the calls it left open, so the next reque
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import anyio
 
 from dsh_core._content import Text, ToolCall, ToolResultMessage
 from dsh_core._signal import CancelSignal
 from dsh_core._tool_types import ToolErrorCode, ToolExecution, ToolResult
+from dsh_core.session_log import ToolCallEvent, ToolResultEvent
 
 from ._agent import Agent
 
@@ -78,8 +78,8 @@ def _close_calls(
 def _next_group(agent: Agent, calls: Sequence[ToolCall], start: int) -> list[ToolCall]:
     """The call at ``start``, plus the parallel-safe calls right after it if it is parallel-safe."""
     group = [calls[start]]
-    if not _parallel_safe(agent, calls[start]):
-        return group
+    if start + 1 == len(calls) or not _parallel_safe(agent, calls[start]):
+        return group  # the last call is a group of one whatever it is: no need to parse its arguments
     for call in calls[start + 1 :]:
         if not _parallel_safe(agent, call):
             break
@@ -135,14 +135,10 @@ def _error(text: str, code: ToolErrorCode) -> ToolResult:
 
 def _log_call(agent: Agent, turn: int, step: int, call: ToolCall) -> None:
     agent.session.append(
-        "tool/call",
-        {"turn": turn, "step": step, "call_id": call.id, "name": call.name, "arguments": call.arguments},
+        ToolCallEvent(turn=turn, step=step, call_id=call.id, name=call.name, arguments=call.arguments)
     )
 
 
 def _log_result(agent: Agent, turn: int, step: int, call: ToolCall, result: ToolResult) -> None:
     message = ToolResultMessage(call_id=call.id, content=result.content, is_error=result.is_error)
-    data: dict[str, Any] = {"turn": turn, "step": step, "message": message.to_json()}
-    if result.error_code is not None:
-        data["error_code"] = result.error_code
-    agent.session.append("tool/result", data)
+    agent.session.append(ToolResultEvent(turn=turn, step=step, message=message, error_code=result.error_code))

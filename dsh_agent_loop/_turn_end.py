@@ -1,42 +1,28 @@
-"""How a turn ended: the reasons of SPEC §3 and their precedence when several apply."""
+"""How a turn ended: the precedence of the reasons of SPEC §3 when several apply.
+
+The reason itself (``TurnEnd``) is declared with the ``turn/end`` event in ``dsh_core.session_log``.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeAlias
+from typing import Final
 
-import attrs
-
-from dsh_core._llm_types import Failure
+from dsh_core.session_log import EndKind, TurnEnd
 
 __all__ = ["EndKind", "TurnEnd", "strongest"]
 
-EndKind: TypeAlias = Literal["completed", "rejected", "stopped", "max-tokens", "error", "aborted", "disposed"]
-
-#: disposed > aborted > error > max-tokens > stopped > completed (rejected only ever stands alone)
-_RANK: dict[str, int] = {
+#: disposed > aborted > error > max-tokens > stopped > completed (rejected only ever stands alone;
+#: interrupted is written by crash repair, never decided by the loop)
+_RANK: Final[dict[str, int]] = {
     "completed": 0,
     "rejected": 0,
+    "interrupted": 0,
     "stopped": 1,
     "max-tokens": 2,
     "error": 3,
     "aborted": 4,
     "disposed": 5,
 }
-
-
-@attrs.frozen
-class TurnEnd:
-    kind: EndKind
-    failure: Failure | None = None
-    reason: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"kind": self.kind}
-        if self.failure is not None:
-            data["failure"] = self.failure.to_json()
-        if self.reason is not None:
-            data["reason"] = self.reason
-        return data
 
 
 def strongest(current: TurnEnd | None, candidate: TurnEnd) -> TurnEnd:

@@ -1,10 +1,10 @@
-"""``python -m dsh_core plugins`` lists installed plugins; ``events`` prints the event catalogue."""
+"""``python -m dsh_core plugins`` lists installed plugins; ``events`` and ``session-log`` print the catalogues."""
 
 from __future__ import annotations
 
 import sys
 
-from ._catalog_doc import render_event_catalog
+from ._catalog_doc import render_event_catalog, render_session_log
 from ._host import installed_plugins
 
 
@@ -29,7 +29,10 @@ def main(argv: list[str]) -> int:
     if command == "events":
         sys.stdout.write(render_event_catalog())
         return 0
-    print(f"usage: python -m dsh_core [plugins|events] (unknown command {command!r})", file=sys.stderr)
+    if command == "session-log":
+        sys.stdout.write(render_session_log())
+        return 0
+    print(f"usage: python -m dsh_core [plugins|events|session-log] (unknown command {command!r})", file=sys.stderr)
     return 2
 
 

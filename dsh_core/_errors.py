@@ -5,7 +5,7 @@ DshError
     - MissingServiceError(PluginError, AttributeError)  .service, .providers
     - DependencyCycleError(PluginError)          .plugins
   + ConfigError(DshError, ValueError)            .source, .path
-  + EventDataError(DshError, ValueError)         .event_type
+  + EventDataError(DshError, ValueError)         .event_type, .field
   + VocabularyError(DshError, ValueError)        .field (malformed JSON for a value class)
   + ScopeDisposedError(DshError, RuntimeError)   registering through a disposed context
   + DuplicateRegistrationError(DshError, ValueError)
@@ -69,11 +69,16 @@ class ConfigError(DshError, ValueError):
 
 
 class EventDataError(DshError, ValueError):
-    """Session event data that is not lossless JSON, or an append the session refuses."""
+    """Session event data that is not lossless JSON, or an append the session refuses.
 
-    def __init__(self, message: str, *, event_type: str) -> None:
+    ``field`` is the path of the bad spot inside the event (``data.message.content``) when the data
+    broke its type's rules (see ``dsh_core.session_log``), else ``""``.
+    """
+
+    def __init__(self, message: str, *, event_type: str, field: str = "") -> None:
         super().__init__(message)
         self.event_type = event_type
+        self.field = field
 
 
 class VocabularyError(DshError, ValueError):

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import Any, Final, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Any, ClassVar, Final, Literal, Protocol, TypeAlias, runtime_checkable
 
 import attrs
 
+from ._codec import ObjectCodec, json_field
 from ._content import (
     AssistantMessage,
     Message,
@@ -32,8 +33,6 @@ from ._json import (
     check_keys,
     expect_object,
     freeze_json_object,
-    int_field,
-    literal_field,
     optional_int_field,
     optional_number_field,
     optional_str_field,
@@ -170,33 +169,26 @@ class Failure:
 
     message: str = attrs.field(validator=validate_str)
     code: FailureCode = attrs.field(validator=_one_of(FAILURE_CODES))
-    status: int | None = attrs.field(default=None, validator=_optional_positive)
+    status: int | None = attrs.field(default=None, validator=_optional_positive, metadata=json_field(minimum=1))
     retry_after: float | None = attrs.field(
-        default=None, converter=_optional_number, validator=_non_negative_number
+        default=None, converter=_optional_number, validator=_non_negative_number, metadata=json_field(minimum=0.0)
     )
 
+    _json_codec: ClassVar[ObjectCodec]
+
     def to_json(self) -> dict[str, Any]:
-        return {
-            "message": self.message,
-            "code": self.code,
-            "status": self.status,
-            "retry_after": self.retry_after,
-        }
+        return _FAILURE_JSON.encode_plain(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], *, field: str = "failure") -> Failure:
-        """Read a failure. :raises VocabularyError: naming the bad field."""
-        data = expect_object(data, field)
-        check_keys(data, _FAILURE_KEYS, field)
-        return cls(
-            str_field(data, "message", field),
-            literal_field(data, "code", field, FAILURE_CODES),
-            optional_int_field(data, "status", field, minimum=1),
-            optional_number_field(data, "retry_after", field, minimum=0.0),
-        )
+        """Read a Failure from JSON. :raises VocabularyError: naming the bad field."""
+        value: Failure = _FAILURE_JSON.read(data, field)
+        return value
 
 
-_FAILURE_KEYS: Final = frozenset({"message", "code", "status", "retry_after"})
+_FAILURE_JSON: Final = ObjectCodec(Failure)
+Failure._json_codec = _FAILURE_JSON
+
 
 # ---------------------------------------------------------------------- chunks
 
@@ -208,15 +200,20 @@ class TextDelta:
     index: int = attrs.field(validator=_count)
     text: str = attrs.field(validator=validate_str)
 
+    _json_codec: ClassVar[ObjectCodec]
+
     def to_json(self) -> dict[str, Any]:
-        return {"type": "text-delta", "index": self.index, "text": self.text}
+        return _TEXT_DELTA_JSON.encode_plain(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], *, field: str = "chunk") -> TextDelta:
-        """Read a text delta. :raises VocabularyError: naming the bad field."""
-        data = _chunk_envelope(data, "text-delta", _DELTA_KEYS, field)
-        return cls(int_field(data, "index", field), str_field(data, "text", field))
+        """Read a TextDelta from JSON. :raises VocabularyError: naming the bad field."""
+        value: TextDelta = _TEXT_DELTA_JSON.read(data, field)
+        return value
 
+
+_TEXT_DELTA_JSON: Final = ObjectCodec(TextDelta, tag=('type', 'text-delta'))
+TextDelta._json_codec = _TEXT_DELTA_JSON
 
 @attrs.frozen
 class ReasoningDelta:
@@ -225,15 +222,20 @@ class ReasoningDelta:
     index: int = attrs.field(validator=_count)
     text: str = attrs.field(validator=validate_str)
 
+    _json_codec: ClassVar[ObjectCodec]
+
     def to_json(self) -> dict[str, Any]:
-        return {"type": "reasoning-delta", "index": self.index, "text": self.text}
+        return _REASONING_DELTA_JSON.encode_plain(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], *, field: str = "chunk") -> ReasoningDelta:
-        """Read a reasoning delta. :raises VocabularyError: naming the bad field."""
-        data = _chunk_envelope(data, "reasoning-delta", _DELTA_KEYS, field)
-        return cls(int_field(data, "index", field), str_field(data, "text", field))
+        """Read a ReasoningDelta from JSON. :raises VocabularyError: naming the bad field."""
+        value: ReasoningDelta = _REASONING_DELTA_JSON.read(data, field)
+        return value
 
+
+_REASONING_DELTA_JSON: Final = ObjectCodec(ReasoningDelta, tag=('type', 'reasoning-delta'))
+ReasoningDelta._json_codec = _REASONING_DELTA_JSON
 
 @attrs.frozen
 class ToolCallDelta:
@@ -245,29 +247,20 @@ class ToolCallDelta:
     name: str | None = attrs.field(default=None, validator=validate_optional_str)
     arguments: str = attrs.field(default="", validator=validate_str)
 
+    _json_codec: ClassVar[ObjectCodec]
+
     def to_json(self) -> dict[str, Any]:
-        return {
-            "type": "tool-call-delta",
-            "index": self.index,
-            "id": self.id,
-            "name": self.name,
-            "arguments": self.arguments,
-        }
+        return _TOOL_CALL_DELTA_JSON.encode_plain(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], *, field: str = "chunk") -> ToolCallDelta:
-        """Read a tool-call delta (``id``, ``name`` and ``arguments`` may be absent)."""
-        data = _chunk_envelope(data, "tool-call-delta", _TOOL_DELTA_KEYS, field)
-        arguments = data.get("arguments", "")
-        if type(arguments) is not str:
-            str_field(data, "arguments", field)  # raises, naming the field
-        return cls(
-            int_field(data, "index", field),
-            optional_str_field(data, "id", field),
-            optional_str_field(data, "name", field),
-            arguments,
-        )
+        """Read a ToolCallDelta from JSON. :raises VocabularyError: naming the bad field."""
+        value: ToolCallDelta = _TOOL_CALL_DELTA_JSON.read(data, field)
+        return value
 
+
+_TOOL_CALL_DELTA_JSON: Final = ObjectCodec(ToolCallDelta, tag=('type', 'tool-call-delta'))
+ToolCallDelta._json_codec = _TOOL_CALL_DELTA_JSON
 
 @attrs.frozen
 class Usage:
@@ -294,28 +287,20 @@ class Usage:
             self.reasoning_tokens + other.reasoning_tokens,
         )
 
+    _json_codec: ClassVar[ObjectCodec]
+
     def to_json(self) -> dict[str, Any]:
-        return {
-            "type": "usage",
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "cache_read_tokens": self.cache_read_tokens,
-            "cache_write_tokens": self.cache_write_tokens,
-            "reasoning_tokens": self.reasoning_tokens,
-        }
+        return _USAGE_JSON.encode_plain(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], *, field: str = "usage") -> Usage:
-        """Read a usage (the three detail counts may be absent: 0). :raises VocabularyError:"""
-        data = _chunk_envelope(data, "usage", _USAGE_KEYS, field)
-        return cls(
-            int_field(data, "input_tokens", field),
-            int_field(data, "output_tokens", field),
-            optional_int_field(data, "cache_read_tokens", field) or 0,
-            optional_int_field(data, "cache_write_tokens", field) or 0,
-            optional_int_field(data, "reasoning_tokens", field) or 0,
-        )
+        """Read a Usage from JSON. :raises VocabularyError: naming the bad field."""
+        value: Usage = _USAGE_JSON.read(data, field)
+        return value
 
+
+_USAGE_JSON: Final = ObjectCodec(Usage, tag=('type', 'usage'))
+Usage._json_codec = _USAGE_JSON
 
 def _finish_error(instance: Finish, attribute: attrs.Attribute[Any], value: object) -> None:
     if value is not None and not isinstance(value, Failure):
@@ -339,43 +324,26 @@ class Finish:
     reason: FinishReason = attrs.field(validator=_one_of(FINISH_REASONS))
     error: Failure | None = attrs.field(default=None, validator=_finish_error)
 
+    _json_codec: ClassVar[ObjectCodec]
+
     def to_json(self) -> dict[str, Any]:
-        return {
-            "type": "finish",
-            "reason": self.reason,
-            "error": None if self.error is None else self.error.to_json(),
-        }
+        return _FINISH_JSON.encode_plain(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], *, field: str = "chunk") -> Finish:
-        """Read a finish chunk. :raises VocabularyError: naming the bad field."""
-        data = _chunk_envelope(data, "finish", _FINISH_KEYS, field)
-        reason = literal_field(data, "reason", field, FINISH_REASONS)
-        raw = data.get("error")
-        error = None if raw is None else Failure.from_json(raw, field=f"{field}.error")
-        try:
-            return cls(reason, error)
-        except ValueError as exc:
-            refuse(f"{field}.error", str(exc))
+        """Read a Finish from JSON. :raises VocabularyError: naming the bad field."""
+        value: Finish = _FINISH_JSON.read(data, field)
+        return value
 
+
+_FINISH_JSON: Final = ObjectCodec(Finish, tag=('type', 'finish'), errors_at='error')
+Finish._json_codec = _FINISH_JSON
 
 Chunk: TypeAlias = TextDelta | ReasoningDelta | ToolCallDelta | Usage | Finish
 
-_DELTA_KEYS: Final = frozenset({"type", "index", "text"})
-_TOOL_DELTA_KEYS: Final = frozenset({"type", "index", "id", "name", "arguments"})
-_USAGE_KEYS: Final = frozenset(
-    {"type", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens"}
-)
-_FINISH_KEYS: Final = frozenset({"type", "reason", "error"})
 _CHUNK_TYPES: Final = "text-delta, reasoning-delta, tool-call-delta, usage, finish"
 
 
-def _chunk_envelope(data: object, tag: str, keys: frozenset[str], field: str) -> Mapping[str, Any]:
-    obj = expect_object(data, field)
-    if obj.get("type") != tag:
-        refuse(f"{field}.type", f"expected {tag!r}, got {obj.get('type')!r}")
-    check_keys(obj, keys, field)
-    return obj
 
 
 _CHUNK_READERS: Final[dict[str, Callable[..., Chunk]]] = {
@@ -418,36 +386,27 @@ class LlmCallConfig:
 
     provider: str = attrs.field(validator=validate_str)
     model: str = attrs.field(validator=validate_str)
-    max_tokens: int | None = attrs.field(default=None, validator=_optional_positive)
+    max_tokens: int | None = attrs.field(default=None, validator=_optional_positive, metadata=json_field(minimum=1))
     temperature: float | None = attrs.field(
-        default=None, converter=_optional_number, validator=_non_negative_number
+        default=None, converter=_optional_number, validator=_non_negative_number, metadata=json_field(minimum=0.0)
     )
     reasoning_effort: str | None = attrs.field(default=None, validator=validate_optional_str)
 
+    _json_codec: ClassVar[ObjectCodec]
+
     def to_json(self) -> dict[str, Any]:
-        return {
-            "provider": self.provider,
-            "model": self.model,
-            "max_tokens": self.max_tokens,
-            "temperature": self.temperature,
-            "reasoning_effort": self.reasoning_effort,
-        }
+        return _LLM_CALL_CONFIG_JSON.encode_plain(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], *, field: str = "config") -> LlmCallConfig:
-        """Read a call config. :raises VocabularyError: naming the bad field."""
-        data = expect_object(data, field)
-        check_keys(data, _CONFIG_KEYS, field)
-        return cls(
-            str_field(data, "provider", field),
-            str_field(data, "model", field),
-            optional_int_field(data, "max_tokens", field, minimum=1),
-            optional_number_field(data, "temperature", field, minimum=0.0),
-            optional_str_field(data, "reasoning_effort", field),
-        )
+        """Read a LlmCallConfig from JSON. :raises VocabularyError: naming the bad field."""
+        value: LlmCallConfig = _LLM_CALL_CONFIG_JSON.read(data, field)
+        return value
 
 
-_CONFIG_KEYS: Final = frozenset({"provider", "model", "max_tokens", "temperature", "reasoning_effort"})
+_LLM_CALL_CONFIG_JSON: Final = ObjectCodec(LlmCallConfig)
+LlmCallConfig._json_codec = _LLM_CALL_CONFIG_JSON
+
 
 
 @runtime_checkable
@@ -625,24 +584,24 @@ _REQUEST_KEYS: Final = frozenset(
 class ModelInfo:
     """What the harness needs to know about a model: its context window and output limit, in tokens."""
 
-    context_window: int = attrs.field(validator=_positive)
-    max_output_tokens: int = attrs.field(validator=_positive)
+    context_window: int = attrs.field(validator=_positive, metadata=json_field(minimum=1))
+    max_output_tokens: int = attrs.field(validator=_positive, metadata=json_field(minimum=1))
+
+    _json_codec: ClassVar[ObjectCodec]
 
     def to_json(self) -> dict[str, Any]:
-        return {"context_window": self.context_window, "max_output_tokens": self.max_output_tokens}
+        return _MODEL_INFO_JSON.encode_plain(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], *, field: str = "model_info") -> ModelInfo:
-        """Read a model info. :raises VocabularyError: naming the bad field."""
-        data = expect_object(data, field)
-        check_keys(data, _MODEL_INFO_KEYS, field)
-        return cls(
-            int_field(data, "context_window", field, minimum=1),
-            int_field(data, "max_output_tokens", field, minimum=1),
-        )
+        """Read a ModelInfo from JSON. :raises VocabularyError: naming the bad field."""
+        value: ModelInfo = _MODEL_INFO_JSON.read(data, field)
+        return value
 
 
-_MODEL_INFO_KEYS: Final = frozenset({"context_window", "max_output_tokens"})
+_MODEL_INFO_JSON: Final = ObjectCodec(ModelInfo)
+ModelInfo._json_codec = _MODEL_INFO_JSON
+
 
 
 @runtime_checkable

@@ -26,6 +26,7 @@ import attrs
 from ._content import AssistantMessage, Text, ToolCall, ToolResultMessage
 from ._errors import DshError
 from ._session_event import SessionEvent
+from .session_log import AssistantMessageEvent, ToolCallEvent, ToolResultEvent, TurnEndEvent, TurnStartEvent
 
 __all__ = ["NOT_STARTED", "OUTCOME_UNKNOWN", "StoredLogError", "repair_events"]
 
@@ -75,9 +76,9 @@ class _OpenTurn:
 def _open_turn(events: Sequence[SessionEvent]) -> _OpenTurn | None:
     for index in range(len(events) - 1, -1, -1):
         kind = events[index].type
-        if kind == "turn/end":
+        if kind == TurnEndEvent.type:
             return None
-        if kind == "turn/start":
+        if kind == TurnStartEvent.type:
             turn: Any = events[index].data.get("turn")
             found = _OpenTurn(turn if isinstance(turn, int) else 0, index)
             break
@@ -94,12 +95,12 @@ def _open_turn(events: Sequence[SessionEvent]) -> _OpenTurn | None:
 
 def _note(found: _OpenTurn, event: SessionEvent) -> None:
     data: Any = event.data
-    if event.type == "assistant/message":
+    if event.type == AssistantMessageEvent.type:
         found.message = AssistantMessage.from_json(data["message"], field="data.message")
         found.message_step = int(data.get("step", 0))
-    elif event.type == "tool/call":
+    elif event.type == ToolCallEvent.type:
         found.calls[str(data["call_id"])] = event
-    elif event.type == "tool/result":
+    elif event.type == ToolResultEvent.type:
         found.results.add(str(data["message"]["call_id"]))
 
 
@@ -124,7 +125,7 @@ def repair_events(events: Sequence[SessionEvent]) -> list[SessionEvent]:
 
     def result(step: int, call_id: str, text: str, code: str) -> None:
         message = ToolResultMessage(call_id=call_id, content=(Text(text),), is_error=True)
-        add("tool/result", {"turn": turn, "step": step, "message": message.to_json(), "error_code": code})
+        add(ToolResultEvent.type, {"turn": turn, "step": step, "message": message.to_json(), "error_code": code})
 
     model_calls: list[ToolCall] = []
     message = opened.message
@@ -149,9 +150,9 @@ def repair_events(events: Sequence[SessionEvent]) -> list[SessionEvent]:
             continue
         step = opened.message_step
         add(
-            "tool/call",
+            ToolCallEvent.type,
             {"turn": turn, "step": step, "call_id": call.id, "name": call.name, "arguments": call.arguments},
         )
         result(step, call.id, _not_started(call.name, call.id), NOT_STARTED)
-    add("turn/end", {"turn": turn, "reason": {"kind": "interrupted"}})
+    add(TurnEndEvent.type, {"turn": turn, "reason": {"kind": "interrupted"}})
     return added

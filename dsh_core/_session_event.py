@@ -1,19 +1,20 @@
-"""One entry of a session's append-only log, and the surface operation model-visible entries carry.
+"""One entry of a session's append-only log: ``SessionEvent(type, seq, time, data)``.
 
-``SessionEvent(type, seq, time, data)``: ``seq`` is the index in the log (contiguous from 0),
-``time`` seconds since the epoch, ``data`` deep-frozen lossless JSON (a ``FrozenDict``).
+``seq`` is the index in the log (contiguous from 0), ``time`` seconds since the epoch, ``data``
+deep-frozen lossless JSON (a ``FrozenDict``). Model-visible events may carry ``data["surface"]``
+(see ``SurfaceOp``); what each declared type's ``data`` holds is in ``dsh_core.session_log``.
 
-The *surface* is the list of model-visible entries that ``derive_messages()`` folds into
-messages. Events of the ``SURFACE_EVENT_TYPES`` may carry ``data["surface"]``: ``{"op": "append"}``
-(the default when absent) or ``{"op": "replace", "start": i, "end": j}``, which replaces the
-surface entries ``i`` to ``j`` (end exclusive) with this event (compaction, pruning).
+An event appended as a typed payload keeps it, and builds ``data`` from it when ``data`` is first
+read (once: it is then stored like any other field), so an event nobody reads as JSON is never
+serialised. ``event.payload`` is the typed view of any declared event, read from ``data`` (and
+checked by its type's rules) the first time it is asked for.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, ClassVar, Final, Literal, TypeAlias
+from typing import Any, Final
 
 import attrs
 
@@ -25,112 +26,17 @@ from ._json import (
     expect_object,
     freeze_json_object,
     int_field,
-    literal_field,
     number_field,
     refuse,
     str_field,
     thaw_json,
 )
+from ._log_spec import LogEvent, is_visible, read_payload
+from ._surface import SurfaceOp as SurfaceOp
+from ._surface import SurfaceOpKind as SurfaceOpKind
+from .session_log import SURFACE_EVENT_TYPES as SURFACE_EVENT_TYPES
 
-__all__ = ["SURFACE_EVENT_TYPES", "SessionEvent", "SurfaceOp", "SurfaceOpKind"]
-
-#: The model-visible event types: each one is an entry of the surface (contract, SPEC §3).
-SURFACE_EVENT_TYPES: Final[frozenset[str]] = frozenset(
-    {"user/message", "assistant/message", "tool/result", "context/message", "steering/message"}
-)
-
-SurfaceOpKind: TypeAlias = Literal["append", "replace"]
-_OPS: Final = frozenset({"append", "replace"})
-
-
-def _validate_op(instance: SurfaceOp, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value not in _OPS:
-        msg = f"SurfaceOp.op must be 'append' or 'replace', got {value!r}"
-        raise ValueError(msg)
-
-
-def _validate_bound(instance: SurfaceOp, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and (type(value) is not int or value < 0):
-        msg = f"SurfaceOp.{attribute.name} must be an int >= 0 or None, got {value!r}"
-        raise (ValueError if type(value) is int else TypeError)(msg)
-
-
-@attrs.frozen
-class SurfaceOp:
-    """How a model-visible event changes the surface: append itself, or replace a span with itself.
-
-    Build with ``SurfaceOp.append()`` or ``SurfaceOp.replace(start, end)``; ``end`` is exclusive
-    and ``start <= end`` (an empty span inserts at ``start``).
-    """
-
-    op: SurfaceOpKind = attrs.field(default="append", validator=_validate_op)
-    start: int | None = attrs.field(default=None, validator=_validate_bound)
-    end: int | None = attrs.field(default=None, validator=_validate_bound)
-
-    _APPEND: ClassVar[SurfaceOp]
-
-    def __attrs_post_init__(self) -> None:
-        if self.op == "append":
-            if self.start is not None or self.end is not None:
-                msg = "SurfaceOp(op='append') takes no start or end; use SurfaceOp.replace(start, end)"
-                raise ValueError(msg)
-        elif self.start is None or self.end is None or self.start > self.end:
-            msg = f"SurfaceOp(op='replace') needs 0 <= start <= end, got start={self.start}, end={self.end}"
-            raise ValueError(msg)
-
-    @classmethod
-    def append(cls) -> SurfaceOp:
-        """The default: the event becomes the last surface entry."""
-        return cls._APPEND
-
-    @classmethod
-    def replace(cls, start: int, end: int) -> SurfaceOp:
-        """The event takes the place of surface entries ``start`` to ``end`` (exclusive)."""
-        return cls("replace", start, end)
-
-    @property
-    def removed(self) -> int:
-        """How many surface entries this operation removes."""
-        return 0 if self.start is None or self.end is None else self.end - self.start
-
-    def to_json(self) -> dict[str, Any]:
-        if self.op == "append":
-            return {"op": "append"}
-        return {"op": "replace", "start": self.start, "end": self.end}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any], *, field: str = "surface") -> SurfaceOp:
-        """Read a surface operation. :raises VocabularyError: naming the bad field."""
-        data = expect_object(data, field)
-        op = literal_field(data, "op", field, _OPS)
-        if op == "append":
-            check_keys(data, _APPEND_KEYS, field)
-            return cls._APPEND
-        check_keys(data, _REPLACE_KEYS, field)
-        start = int_field(data, "start", field)
-        end = int_field(data, "end", field)
-        if start > end:
-            refuse(f"{field}.end", f"a replaced span ends at or after its start ({start}), got {end}")
-        return cls("replace", start, end)
-
-    @classmethod
-    def of(cls, event: SessionEvent) -> SurfaceOp | None:
-        """The surface operation ``event`` carries: ``None`` for an event that is not model-visible.
-
-        :raises VocabularyError: if the event's ``surface`` is malformed.
-        """
-        if event.type not in SURFACE_EVENT_TYPES:
-            return None
-        raw = event.data.get("surface")
-        if raw is None:
-            return cls._APPEND
-        return cls.from_json(expect_object(raw, "data.surface"), field="data.surface")
-
-
-SurfaceOp._APPEND = SurfaceOp()
-_APPEND_KEYS: Final = frozenset({"op"})
-_REPLACE_KEYS: Final = frozenset({"op", "start", "end"})
-
+__all__ = ["SURFACE_EVENT_TYPES", "SessionEvent", "SurfaceOp", "SurfaceOpKind", "logged_event"]
 
 # ---------------------------------------------------------------------- events
 
@@ -178,7 +84,7 @@ _NOT_VISIBLE: Final = (
 
 
 def _check_surface(raw: object, event_type: str) -> None:
-    if event_type not in SURFACE_EVENT_TYPES:
+    if not is_visible(event_type):
         raise EventDataError(f"{event_type}: data.surface: {_NOT_VISIBLE}", event_type=event_type)
     try:
         SurfaceOp.from_json(expect_object(raw, "data.surface"), field="data.surface")
@@ -199,6 +105,29 @@ class SessionEvent:
     time: float = attrs.field(converter=_to_time)
     # mypy's attrs plugin knows no attrs.Converter (the parameter becomes Any, which is right here)
     data: FrozenDict = attrs.field(converter=attrs.Converter(_to_data, takes_self=True))  # type: ignore[misc]
+    #: the typed payload, once known (given at a typed append, or read from ``data``); not compared
+    _payload: LogEvent | None = attrs.field(default=None, init=False, eq=False, repr=False)
+
+    def __getattr__(self, name: str) -> Any:
+        # Reached only for a slot never set: the ``data`` of an event appended as a payload.
+        if name != "data":
+            raise AttributeError(name)
+        data = self._payload.to_data()  # type: ignore[union-attr]  # set by logged_event
+        _set_data(self, data)
+        return data
+
+    @property
+    def payload(self) -> LogEvent | None:
+        """The typed payload of a declared event type (``None`` for an undeclared one).
+
+        :raises EventDataError: the stored data breaks its type's rules (naming the field).
+        """
+        payload = self._payload
+        if payload is None:
+            payload = read_payload(self.type, self.data)
+            if payload is not None:
+                _set_payload(self, payload)
+        return payload
 
     @property
     def surface(self) -> SurfaceOp | None:
@@ -225,7 +154,7 @@ class SessionEvent:
         except JsonValueError as exc:  # only when handed Python objects rather than parsed JSON
             refuse(exc.path, exc.problem)
         if "surface" in frozen:
-            if event_type not in SURFACE_EVENT_TYPES:
+            if not is_visible(event_type):
                 refuse(f"{field}.data.surface", _NOT_VISIBLE)
             surface = expect_object(frozen["surface"], f"{field}.data.surface")
             SurfaceOp.from_json(surface, field=f"{field}.data.surface")
@@ -233,3 +162,25 @@ class SessionEvent:
 
 
 _EVENT_KEYS: Final = frozenset({"type", "seq", "time", "data"})
+
+
+_new_event = object.__new__
+_set_type = SessionEvent.type.__set__  # type: ignore[attr-defined]  # slot descriptors
+_set_seq = SessionEvent.seq.__set__  # type: ignore[attr-defined]
+_set_time = SessionEvent.time.__set__  # type: ignore[attr-defined]
+_set_data = SessionEvent.__dict__["data"].__set__
+_set_payload = SessionEvent.__dict__["_payload"].__set__
+
+
+def logged_event(seq: int, time: float, payload: LogEvent) -> SessionEvent:
+    """An event for a typed payload, its ``data`` built when first read.
+
+    The session's own constructor: the payload was checked when it was built and ``seq`` and
+    ``time`` come from the session, so nothing is checked again (a third of the cost of an append).
+    """
+    event: SessionEvent = _new_event(SessionEvent)
+    _set_type(event, payload.type)
+    _set_seq(event, seq)
+    _set_time(event, time)
+    _set_payload(event, payload)
+    return event

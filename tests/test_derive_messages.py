@@ -85,7 +85,7 @@ def test_derive_messages_equals_a_naive_fold(data: st.DataObject) -> None:
             event_type, payload = data.draw(visible_event())
             session.append(event_type, payload, SurfaceOp.replace(start, end))
         elif action == "other":
-            session.append("assistant/chunk", {"turn": 1, "step": 1, "chunk": {"type": "text-delta"}})
+            session.append("assistant/chunk", {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "x"}})
         elif action == "bad replace":
             start = data.draw(st.integers(0, size))
             length = len(session.events)

@@ -483,7 +483,7 @@ async def test_every_model_visible_type_joins_the_surface(dsh_ctx: Context) -> N
     """user, context and steering messages, assistant messages and tool results are surface entries."""
     session = await dsh_ctx.sessions.create("s")
     session.append("user/message", user("u"))
-    session.append("assistant/chunk", {"turn": 1, "step": 1, "chunk": {}})
+    session.append("assistant/chunk", {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "x"}})
     session.append("context/message", user("c", "context"))
     session.append("assistant/message", assistant("a"))
     session.append("tool/result", {"message": ToolResultMessage("id", "t").to_json()})

@@ -24,15 +24,8 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, overload
 
 import attrs
 
-from .._content import (
-    AssistantMessage,
-    Message,
-    ToolResultMessage,
-    UserMessage,
-    message_from_json,
-    validate_optional_str,
-)
-from .._errors import EventDataError, VocabularyError
+from .._content import AssistantMessage, Message, validate_optional_str
+from .._errors import EventDataError
 from .._json import (
     FrozenDict,
     check_keys,
@@ -44,7 +37,9 @@ from .._json import (
     thaw_json,
 )
 from .._llm_types import TrustedMessages
-from .._session_event import SURFACE_EVENT_TYPES, SessionEvent, SurfaceOp
+from .._log_spec import LogEvent, declared_types, is_visible, spec_for
+from .._session_event import SessionEvent, SurfaceOp, logged_event
+from ..session_log import SURFACE_EVENT_TYPES, TurnEndEvent, TurnStartEvent
 
 if TYPE_CHECKING:
     from .._dispatch import Dispatcher
@@ -53,25 +48,6 @@ __all__ = ["Session", "SessionMeta", "Validator", "open_turn_in"]
 
 #: Vetoes an append by raising: ``fn(session, type, data)``, called with the frozen data.
 Validator: TypeAlias = Callable[["Session", str, FrozenDict], object]
-
-#: The message class each model-visible event type carries in ``data["message"]``.
-_MESSAGE_CLASS: Final[Mapping[str, type]] = {
-    "user/message": UserMessage,
-    "context/message": UserMessage,
-    "steering/message": UserMessage,
-    "assistant/message": AssistantMessage,
-    "tool/result": ToolResultMessage,
-}
-assert frozenset(_MESSAGE_CLASS) == SURFACE_EVENT_TYPES
-_ROLE: Final[Mapping[type, str]] = {
-    UserMessage: "user",
-    AssistantMessage: "assistant",
-    ToolResultMessage: "tool",
-}
-_TURN_TYPES: Final = frozenset({"turn/start", "turn/end"})
-#: The event types an append checks against the session's state.
-_CHECKED_TYPES: Final = SURFACE_EVENT_TYPES | _TURN_TYPES
-
 
 # ---------------------------------------------------------------------- metadata
 
@@ -356,43 +332,69 @@ class Session:
 
     # ------------------------------------------------------------------ appending
 
-    def append(self, type: str, data: Mapping[str, Any], surface: SurfaceOp | None = None) -> SessionEvent:
+    @overload
+    def append(self, type: LogEvent, /) -> SessionEvent: ...
+    @overload
+    def append(self, type: str, data: Mapping[str, Any], surface: SurfaceOp | None = None) -> SessionEvent: ...
+    def append(
+        self, type: str | LogEvent, data: Mapping[str, Any] | None = None, surface: SurfaceOp | None = None
+    ) -> SessionEvent:
         """Validate, commit and publish one event; returns it (``seq`` = its index in the log).
 
-        ``data`` must be a JSON object of lossless JSON; it is stored deep-frozen. ``surface``
-        (only for model-visible events) replaces a span of the surface instead of appending;
-        it is stored in ``data["surface"]``, where a caller may also put it as JSON.
+        Either a typed payload of ``dsh_core.session_log`` (``append(TurnStartEvent(turn=1))``),
+        checked when it was built and serialised once, when ``event.data`` is first read; or a
+        type and its ``data``, a JSON object of lossless JSON stored deep-frozen, which for a
+        declared type must follow that type's rules (it is read into the payload class). ``surface``
+        (only for model-visible events given as type and data) replaces a span of the surface
+        instead of appending; it is stored in ``data["surface"]``, where a caller may also put it.
         Synchronous: the ``session/event`` listeners have run when it returns (their failures
         are logged and contained).
 
-        :raises TypeError: ``type`` is not a str, or ``surface`` not a ``SurfaceOp``.
+        :raises TypeError: ``type`` is neither a str nor a payload, or ``surface`` not a ``SurfaceOp``.
         :raises EventDataError: (a ``ValueError``, naming the event type) for data that is not
-            lossless JSON, a model-visible event without a valid message of the right role, a
-            surface op on another event, a replace citing surface entries that do not exist, a
-            turn numbered out of order, or an append from inside this session's own
-            ``session/event`` listeners.
+            lossless JSON or breaks its type's rules (a model-visible event without a valid message
+            of the right role, ...), a surface op on another event, a replace citing surface
+            entries that do not exist, a turn numbered out of order, or an append from inside
+            this session's own ``session/event`` listeners.
         :raises Exception: whatever a validator raised to veto the append.
         Nothing is committed when it raises.
         """
         if self._publishing:
             msg = (
-                f"{type}: cannot append to session {self._id!r} from inside one of its session/event "
+                f"{_type_name(type)}: cannot append to session {self._id!r} from inside one of its session/event "
                 f"listeners: the event would land in the middle of another event's publication. "
                 f"Hand the work to a task of your own (it may append once the listener has returned)"
             )
-            raise EventDataError(msg, event_type=str(type))
-        # The hot path, inlined: most events are neither model-visible nor turn boundaries.
-        if type.__class__ is not str:
-            msg = f"session event type must be a str such as 'turn/start', got {type.__class__.__name__}"
-            raise TypeError(msg)
-        if surface is not None:
-            data = _with_surface(type, data, surface)
+            raise EventDataError(msg, event_type=_type_name(type))
         log = self._log
-        event = SessionEvent(type, len(log), time.time(), data)
-        if self._validators or type in _CHECKED_TYPES:
-            self._admit(event, validate=True)
+        if type.__class__ is str:
+            if data is None:
+                msg = f"{type}: append(type, data) needs the event's data (a JSON object)"
+                raise TypeError(msg)
+            if surface is not None:
+                data = _with_surface(type, data, surface)
+            event = SessionEvent(type, len(log), time.time(), data)
+            spec = spec_for(type)
+            if spec is not None or self._validators:
+                self._admit(event, validate=True)
+            else:
+                log.append(event)
+        elif isinstance(type, LogEvent):
+            if data is not None or surface is not None:
+                msg = f"{type.type}: a payload carries its own data and surface; append(payload) takes nothing else"
+                raise TypeError(msg)
+            # The hot path: most events are neither model-visible nor turn boundaries.
+            event = logged_event(len(log), time.time(), type)
+            if type.__class__ in _CHECKED or self._validators:
+                self._admit(event, validate=True)
+            else:
+                log.append(event)
         else:
-            log.append(event)
+            msg = (
+                "session event type must be a str such as 'note/x' (with its data), or a payload of "
+                f"dsh_core.session_log such as TurnStartEvent(turn=1); got {type.__class__.__name__}"
+            )
+            raise TypeError(msg)
         dispatcher = self._dispatcher
         if dispatcher is not None:
             self._publishing = True
@@ -432,81 +434,53 @@ class Session:
         return self._admit(event, validate=True)
 
     def _admit(self, event: SessionEvent, *, validate: bool) -> SessionEvent:
-        """Check ``event`` against the session's state, run the validators, then commit it."""
-        event_type = event.type
-        message_class = _MESSAGE_CLASS.get(event_type)
+        """Check ``event`` by its type's rules and against the session's state, run the validators,
+        then commit it."""
+        if event._payload is None and (event.type == TurnStartEvent.type or event.type == TurnEndEvent.type):
+            # Numbering first: it is what a turn boundary written by hand most often gets wrong.
+            self._check_turn(event.type, _turn_of(event))
+        payload = event.payload  # read (and checked) from data unless it came as a payload
+        cls = payload.__class__
         op: SurfaceOp | None = None
         message: Message | None = None
-        turn = 0
-        if message_class is not None:
-            op, message = self._check_visible(event, message_class)
-        elif event_type in _TURN_TYPES:
-            turn = self._check_turn(event)
+        if payload is not None and is_visible(event.type):
+            op = payload.surface  # type: ignore[attr-defined]  # a visible payload has one
+            message = payload.message  # type: ignore[attr-defined]
+            if op.op == "replace" and op.end is not None and op.end > len(self._surface):
+                msg = (
+                    f"{event.type}: data.surface: replace [{op.start}, {op.end}) cites surface entries that do "
+                    f"not exist; the surface has {len(self._surface)} entries (see session.surface)"
+                )
+                raise EventDataError(msg, event_type=event.type, field="data.surface")
+        elif cls is TurnStartEvent or cls is TurnEndEvent:
+            self._check_turn(event.type, payload.turn)  # type: ignore[union-attr]
         if validate and self._validators:
+            data = event.data
             for validator in tuple(self._validators.values()):
-                validator(self, event_type, event.data)
+                validator(self, event.type, data)
         # Commit: nothing below can fail.
         self._log.append(event)
         if message is not None:
             self._fold(event.seq, op, message)
-        elif turn:
-            if event_type == "turn/start":
-                self._open_turn = self._last_turn = turn
-            else:
-                self._open_turn = None
+        elif cls is TurnStartEvent:
+            self._open_turn = self._last_turn = payload.turn  # type: ignore[union-attr]
+        elif cls is TurnEndEvent:
+            self._open_turn = None
         return event
 
-    def _check_visible(self, event: SessionEvent, message_class: type) -> tuple[SurfaceOp, Message]:
-        event_type = event.type
-        op = event.surface
-        assert op is not None  # a model-visible event always has one (append when absent)
-        if op.op == "replace" and op.end is not None and op.end > len(self._surface):
-            msg = (
-                f"{event_type}: data.surface: replace [{op.start}, {op.end}) cites surface entries that do "
-                f"not exist; the surface has {len(self._surface)} entries (see session.surface)"
-            )
-            raise EventDataError(msg, event_type=event_type)
-        raw = event.data.get("message")
-        if not isinstance(raw, Mapping):
-            problem = "missing" if raw is None else f"expected a JSON object, got {type(raw).__name__}"
-            msg = (
-                f"{event_type}: data.message: {problem}; a model-visible event carries its message as JSON, "
-                f"e.g. {{'message': message.to_json()}}"
-            )
-            raise EventDataError(msg, event_type=event_type)
-        try:
-            message = message_from_json(raw, field="data.message")
-        except VocabularyError as exc:
-            raise EventDataError(f"{event_type}: {exc}", event_type=event_type) from exc
-        if message.__class__ is not message_class:
-            msg = (
-                f"{event_type}: data.message.role: a {event_type} event carries a "
-                f"{_ROLE[message_class]!r} message, got {_ROLE[message.__class__]!r}"
-            )
-            raise EventDataError(msg, event_type=event_type)
-        return op, message
-
-    def _check_turn(self, event: SessionEvent) -> int:
-        """The turn number of a ``turn/start`` or ``turn/end``, checked against the open turn."""
-        event_type = event.type
-        turn = event.data.get("turn")
-        if not isinstance(turn, int) or isinstance(turn, bool) or turn < 1:
-            msg = f"{event_type}: data.turn: expected a turn number (an int >= 1), got {turn!r}"
-            raise EventDataError(msg, event_type=event_type)
-        if event_type == "turn/start":
+    def _check_turn(self, event_type: str, turn: int) -> None:
+        """A ``turn/start`` or ``turn/end`` numbered right for the open turn."""
+        if event_type == TurnStartEvent.type:
             if self._open_turn is not None:
-                msg = f"turn/start: turn {turn} cannot start while turn {self._open_turn} is open (no turn/end yet)"
-                raise EventDataError(msg, event_type=event_type)
+                msg = f"{event_type}: turn {turn} cannot start while turn {self._open_turn} is open (no turn/end yet)"
+                raise EventDataError(msg, event_type=event_type, field="data.turn")
             if turn <= self._last_turn:
-                msg = (
-                    f"turn/start: turn {turn} does not follow turn {self._last_turn}; turn numbers only grow"
-                )
-                raise EventDataError(msg, event_type=event_type)
+                msg = f"{event_type}: turn {turn} does not follow turn {self._last_turn}; turn numbers only grow"
+                raise EventDataError(msg, event_type=event_type, field="data.turn")
         elif turn != self._open_turn:
             state = "no turn is open" if self._open_turn is None else f"the open turn is {self._open_turn}"
-            msg = f"turn/end: turn {turn} cannot end: {state}"
-            raise EventDataError(msg, event_type=event_type)
-        return turn
+            msg = f"{event_type}: turn {turn} cannot end: {state}"
+            raise EventDataError(msg, event_type=event_type, field="data.turn")
 
     def _fold(self, seq: int, op: SurfaceOp | None, message: Message) -> None:
         shown: Message | None = message
@@ -533,7 +507,7 @@ def _with_surface(event_type: str, data: Mapping[str, Any], surface: SurfaceOp) 
     if not isinstance(surface, SurfaceOp):
         msg = f"{event_type}: surface must be a SurfaceOp (SurfaceOp.replace(start, end)), got {type(surface).__name__}"
         raise TypeError(msg)
-    if event_type not in SURFACE_EVENT_TYPES:
+    if not is_visible(event_type):
         visible = ", ".join(sorted(SURFACE_EVENT_TYPES))
         msg = f"{event_type}: a surface operation is only for model-visible events ({visible})"
         raise EventDataError(msg, event_type=event_type)
@@ -556,8 +530,26 @@ def open_turn_in(events: Iterable[SessionEvent]) -> tuple[int, int] | None:
     """``(turn, seq of its turn/start)`` of a turn left open at the end of ``events``, if any."""
     opened: tuple[int, int] | None = None
     for event in events:
-        if event.type == "turn/start":
+        if event.type == TurnStartEvent.type:
             opened = (int(event.data["turn"]), event.seq)  # type: ignore[arg-type]  # checked at append
-        elif event.type == "turn/end":
+        elif event.type == TurnEndEvent.type:
             opened = None
     return opened
+
+
+def _turn_of(event: SessionEvent) -> int:
+    turn = event.data.get("turn")
+    if turn.__class__ is not int or turn < 1:
+        msg = f"{event.type}: data.turn: expected a turn number (an int >= 1), got {turn!r}"
+        raise EventDataError(msg, event_type=event.type, field="data.turn")
+    return turn
+
+
+def _type_name(value: object) -> str:
+    return value if isinstance(value, str) else str(getattr(value, "type", type(value).__name__))
+
+
+#: The payload classes an append checks against the session's state.
+_CHECKED: Final = frozenset(
+    {TurnStartEvent, TurnEndEvent, *(spec.cls for spec in declared_types() if spec.visible)}
+)

@@ -51,6 +51,19 @@ from dsh_core._llm_types import (
 from dsh_core._session_event import SessionEvent
 from dsh_core._tool_types import ToolErrorCode
 
+from ..session_log import (
+    AssistantChunkEvent,
+    AssistantMessageEvent,
+    ContextMessageEvent,
+    InboxClearedEvent,
+    InboxQueuedEvent,
+    RequestHeaderEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+)
+
 __all__ = [
     "Input",
     "InputKind",
@@ -229,20 +242,20 @@ def plan_replay(recording: Recording) -> Plan:
             close_attempt(cut=True)
             in_turn = False
             continue
-        if kind == "turn/start":
+        if kind == TurnStartEvent.type:
             in_turn, turn_start = True, seq
-        elif kind == "turn/end":
+        elif kind == TurnEndEvent.type:
             close_attempt(cut=True)
             if data["reason"]["kind"] == "aborted":
                 _add_implied_cancel(events, inputs, turn_start, seq)
             in_turn = False
-        elif kind == "inbox/queued":
+        elif kind == InboxQueuedEvent.type:
             inputs.append(Input(seq, data["kind"], _user_message(data["message"])))
-        elif kind == "inbox/cleared":
+        elif kind == InboxClearedEvent.type:
             inputs.append(Input(seq, "cancel"))
-        elif kind == "context/message" and not in_turn:
+        elif kind == ContextMessageEvent.type and not in_turn:
             inputs.append(Input(seq, "inject-idle", _user_message(data["message"])))
-        elif kind == "assistant/chunk":
+        elif kind == AssistantChunkEvent.type:
             if open_attempt is None:
                 open_attempt, attempt_at = [], seq
             chunk = chunk_from_json(data["chunk"])
@@ -255,17 +268,17 @@ def plan_replay(recording: Recording) -> Plan:
             open_attempt.append(chunk)
             if type(chunk) is Finish:
                 close_attempt(cut=False)
-        elif kind == "assistant/message":
+        elif kind == AssistantMessageEvent.type:
             close_attempt(cut=True)
             if (data["turn"], data["step"]) not in chunked_steps and not data.get("interrupted"):
                 calls.append(ModelCall(seq, _chunks_of(data), cut=False))
         elif kind == "compaction/summary":
             calls.append(ModelCall(seq, _summary_chunks(data, events), cut=False))
-        elif kind == "tool/result":
+        elif kind == ToolResultEvent.type:
             message = message_from_json(data["message"])
             assert isinstance(message, ToolResultMessage)
             results[message.call_id] = RecordedResult(seq, message, data.get("error_code"))
-        elif kind == "request/header" and first_header is None:
+        elif kind == RequestHeaderEvent.type and first_header is None:
             first_header = data
     model, max_tokens, temperature = _first_call_config(first_header)
     return Plan(
@@ -288,7 +301,7 @@ def _restarts(events: Sequence[SessionEvent], seed_length: int) -> tuple[set[int
     last_turn_end = seed_length
     seen_header = False
     for event in events[seed_length:]:
-        if event.type == "turn/end" and _json(event)["reason"]["kind"] == "interrupted":
+        if event.type == TurnEndEvent.type and _json(event)["reason"]["kind"] == "interrupted":
             start = event.seq
             while start - 1 >= seed_length and _is_repair(events[start - 1], events):
                 start -= 1
@@ -296,9 +309,9 @@ def _restarts(events: Sequence[SessionEvent], seed_length: int) -> tuple[set[int
             restarts.append(Restart(start, tuple(events[start : event.seq + 1])))
             last_turn_end = event.seq + 1
             seen_header = False
-        elif event.type == "turn/end":
+        elif event.type == TurnEndEvent.type:
             last_turn_end = event.seq + 1
-        elif event.type == "request/header":
+        elif event.type == RequestHeaderEvent.type:
             if seen_header:
                 restarts.append(Restart(last_turn_end))
             seen_header = True
@@ -312,11 +325,11 @@ def _json(event: SessionEvent) -> Any:
 
 def _is_repair(event: SessionEvent, events: Sequence[SessionEvent]) -> bool:
     """A ``tool/result`` crash repair wrote, or the ``tool/call`` of a ``TOOL_NOT_STARTED`` pair."""
-    if event.type == "tool/result":
+    if event.type == ToolResultEvent.type:
         return _json(event).get("error_code") in REPAIR_CODES
-    if event.type == "tool/call" and event.seq + 1 < len(events):
+    if event.type == ToolCallEvent.type and event.seq + 1 < len(events):
         following = events[event.seq + 1]
-        return following.type == "tool/result" and _json(following).get("error_code") == "TOOL_NOT_STARTED"
+        return following.type == ToolResultEvent.type and _json(following).get("error_code") == "TOOL_NOT_STARTED"
     return False
 
 
@@ -332,17 +345,17 @@ def _add_implied_cancel(events: Sequence[SessionEvent], inputs: list[Input], tur
 
 
 def _made_by_cancel(event: SessionEvent, events: Sequence[SessionEvent], end: int) -> bool:
-    if event.type == "assistant/chunk":
+    if event.type == AssistantChunkEvent.type:
         chunk = _json(event)["chunk"]
         return bool(chunk.get("type") == "finish" and chunk.get("reason") == "aborted")
-    if event.type == "assistant/message":
+    if event.type == AssistantMessageEvent.type:
         return bool(_json(event).get("interrupted"))
-    if event.type == "tool/result":
+    if event.type == ToolResultEvent.type:
         return bool(_json(event).get("error_code") == "ABORTED")
-    if event.type == "tool/call":
+    if event.type == ToolCallEvent.type:
         call_id = _json(event)["call_id"]
         return any(
-            later.type == "tool/result"
+            later.type == ToolResultEvent.type
             and _json(later).get("error_code") == "ABORTED"
             and _json(later)["message"].get("call_id") == call_id
             for later in events[event.seq + 1 : end]

@@ -31,6 +31,7 @@ from dsh_core._markers import hookimpl
 from dsh_core._session_event import SessionEvent
 from dsh_core._tool_types import ToolExecution, ToolResult
 
+from ..session_log import RequestHeaderEvent
 from ._recording import REPAIR_CODES, Input, ModelCall, Plan, Recording, load_recording, plan_replay
 from ._replay_compare import Divergence, first_divergence
 
@@ -217,7 +218,7 @@ class _Replayer:
         found: set[str] = set()
         for event in self.plan.recording.events:
             data: Any = event.data
-            if event.type == "request/header":
+            if event.type == RequestHeaderEvent.type:
                 found.add(str(data["config"]["provider"]))
             elif event.type == "compaction/summary" and isinstance(data.get("model"), str):
                 found.add(data["model"].partition("/")[0])

@@ -21,6 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from dsh_core import AgentHandle, SessionEvent, hookimpl
+from dsh_core.session_log import InboxClearedEvent, TurnStartEvent
 
 from ._approval import SessionApproval
 from ._args import MODES
@@ -88,7 +89,7 @@ class _AgentView:
 
     @hookimpl
     def dsh_session_event(self, event: SessionEvent) -> None:
-        if event.type == "inbox/cleared":
+        if event.type == InboxClearedEvent.type:
             ids = event.data.get("ids")
             self._chat.cleared([str(ident) for ident in ids] if isinstance(ids, tuple | list) else [])
         for note in self._feed.feed(event):
@@ -177,14 +178,14 @@ class ChatController:
         if self.handle is None:
             return None
         session = self.handle.agent.session
-        return session.id if any(event.type == "turn/start" for event in session.events) else None
+        return session.id if any(event.type == TurnStartEvent.type for event in session.events) else None
 
     def cancel(self) -> None:
         if self.handle is not None:
             self.handle.agent.cancel()
 
     def _print_history(self, events: tuple[SessionEvent, ...]) -> None:
-        starts = [i for i, event in enumerate(events) if event.type == "turn/start"]
+        starts = [i for i, event in enumerate(events) if event.type == TurnStartEvent.type]
         shown = events
         if len(starts) > HISTORY_TURNS:
             shown = events[starts[-HISTORY_TURNS] :]

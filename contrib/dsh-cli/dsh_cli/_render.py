@@ -18,6 +18,19 @@ from rich.console import Console
 from rich.text import Text
 
 from dsh_core import SessionEvent
+from dsh_core.session_log import (
+    AssistantChunkEvent,
+    AssistantMessageEvent,
+    ContextMessageEvent,
+    PromptBlockedEvent,
+    SteeringMessageEvent,
+    StepStartEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+    UserMessageEvent,
+)
 
 from ._diff import edit_diff
 from ._sanitize import clean
@@ -178,24 +191,24 @@ class EventFeed:
     def feed(self, event: SessionEvent) -> list[Note]:
         data: Mapping[str, Any] = event.data
         kind = event.type
-        if kind == "turn/start":
+        if kind == TurnStartEvent.type:
             return [TurnStarted(int(data["turn"]), event.time)]
-        if kind == "step/start":
+        if kind == StepStartEvent.type:
             return [StepStarted(int(data["turn"]), int(data["step"]))]
-        if kind in ("user/message", "steering/message", "context/message"):
+        if kind in (UserMessageEvent.type, SteeringMessageEvent.type, ContextMessageEvent.type):
             message = data["message"]
             source = message.get("source") or {}
             return [UserNote(clean(message_text(message)), clean(str(source.get("kind", "user"))))]
-        if kind == "assistant/chunk":
+        if kind == AssistantChunkEvent.type:
             return self._chunk(data["chunk"])
-        if kind == "assistant/message":
+        if kind == AssistantMessageEvent.type:
             return self._message(data)
-        if kind == "tool/call":
+        if kind == ToolCallEvent.type:
             call_id = str(data["call_id"])
             name = clean(str(data["name"]))
             self._calls[call_id] = name
             return [ToolStarted(call_id, name, clean(str(data["arguments"])))]
-        if kind == "tool/result":
+        if kind == ToolResultEvent.type:
             message = data["message"]
             call_id = str(message.get("call_id", ""))
             code = data.get("error_code")
@@ -208,9 +221,9 @@ class EventFeed:
             failure = data.get("failure") or {}
             code = clean(str(failure.get("code", "UNKNOWN"))) if isinstance(failure, Mapping) else "UNKNOWN"
             return [RetryNote(int(data.get("attempt", 1)) + 1, float(data.get("delay", 0.0)), code)]
-        if kind == "prompt/blocked":
+        if kind == PromptBlockedEvent.type:
             return [PromptBlocked(clean(str(data.get("reason", "blocked"))))]
-        if kind == "turn/end":
+        if kind == TurnEndEvent.type:
             return [TurnEnded(int(data["turn"]), _clean_json(data["reason"]), event.time)]
         return []
 

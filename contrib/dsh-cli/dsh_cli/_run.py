@@ -21,6 +21,7 @@ from rich.live import Live
 from rich.text import Text
 
 from dsh_core import SessionEvent, hookimpl
+from dsh_core.session_log import AssistantMessageEvent
 
 from ._approval import RefusingPrompter, SessionApproval, TerminalPrompter
 from ._config import EffectiveConfig, max_attempts
@@ -324,7 +325,7 @@ async def run_command(
         what = describe_reason(reason) if reason is not None else "the turn did not end"
         console.print(Text(f"dsh: {what}", style="red"))
     # The resume hint only where there is something to continue: a failed first request gets one line.
-    if code == ExitCode.OK or any(event.type == "assistant/message" for event in agent.session.events):
+    if code == ExitCode.OK or any(event.type == AssistantMessageEvent.type for event in agent.session.events):
         cost = output.usage.cost_text()
         spent = f" · {cost}" if cost is not None else ""
         console.print(

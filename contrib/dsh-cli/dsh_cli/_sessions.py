@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from dsh_core import SessionEvent
+from dsh_core.session_log import TurnEndEvent, TurnStartEvent, UserMessageEvent
 
 from ._config import EffectiveConfig
 from ._errors import CliError
@@ -68,9 +69,9 @@ def summarize(ident: str, events: Sequence[SessionEvent], cwd: str | None) -> Se
     title = ""
     for event in events:
         data: Mapping[str, Any] = event.data
-        if event.type == "turn/start":
+        if event.type == TurnStartEvent.type:
             turns = max(turns, int(data["turn"]))
-        elif event.type == "user/message" and not title:
+        elif event.type == UserMessageEvent.type and not title:
             title = " ".join(message_text(data["message"]).split())
     updated = events[-1].time if events else None
     return SessionSummary(ident, cwd, turns, len(events), updated, title)
@@ -195,8 +196,8 @@ async def _fork(ctx: Context, persistence: Any, args: argparse.Namespace, consol
 
 def _balanced(events: Sequence[SessionEvent]) -> Sequence[SessionEvent]:
     """``events`` without a last turn that has not ended (a log another process is still writing)."""
-    starts = [event.seq for event in events if event.type == "turn/start"]
-    ends = [event.seq for event in events if event.type == "turn/end"]
+    starts = [event.seq for event in events if event.type == TurnStartEvent.type]
+    ends = [event.seq for event in events if event.type == TurnEndEvent.type]
     if starts and (not ends or starts[-1] > ends[-1]):
         return events[: starts[-1]]
     return events

@@ -34,6 +34,7 @@ from dsh_core import (
     UserMessage,
 )
 from dsh_core.llm import Failure, FinishReason, ModelInfo, Usage
+from dsh_core.session_log import UserMessageEvent
 
 from ._config import DEFAULT_KEEP_RATIO, DEFAULT_SUMMARY_RATIO, CompactionConfig
 from ._estimate import LogFacts, Pressure, measure, message_tokens, text_tokens, tools_tokens
@@ -360,9 +361,7 @@ class Compactor:
             raise CompactionError(msg)
         # Commit: two appends, back to back (no await in between).
         message = summary_message(summary.text)
-        appended = session.append(
-            "user/message", {"message": message.to_json()}, surface=SurfaceOp.replace(span.start, span.end)
-        )
+        appended = session.append(UserMessageEvent(message=message, surface=SurfaceOp.replace(span.start, span.end)))
         after = self._entries(state, session)
         tokens_after = math.ceil((header + sum(entry.tokens for entry in after)) * ratio)
         partial = CompactionResult(

@@ -20,6 +20,7 @@ import attrs
 
 from dsh_core import Message, SessionEvent
 from dsh_core.llm import LlmCallConfig, LlmRequest, Usage
+from dsh_core.session_log import AssistantMessageEvent, RequestHeaderDeltaEvent, RequestHeaderEvent
 
 __all__ = [
     "CHARS_PER_TOKEN",
@@ -155,7 +156,7 @@ class LogFacts:
         for event in events:
             kind = event.type
             data = event.data
-            if kind == "assistant/message":
+            if kind == AssistantMessageEvent.type:
                 usage = data.get("usage")
                 if isinstance(usage, Mapping):
                     try:
@@ -164,7 +165,7 @@ class LogFacts:
                         continue  # a usage we cannot read calibrates nothing
                     exact = report.input_tokens + report.output_tokens
                     self.calibration = Calibration(event.seq, exact, self._header_tokens)
-            elif kind == "request/header" or kind == "request/header-delta":
+            elif kind == RequestHeaderEvent.type or kind == RequestHeaderDeltaEvent.type:
                 self.header = _fold_header(self.header if kind.endswith("-delta") else None, data)
                 self._header_tokens = self.header.tokens()
             surface = data.get("surface")

@@ -22,6 +22,23 @@ from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
+from dsh_core.session_log import (
+    AssistantChunkEvent,
+    AssistantMessageEvent,
+    ContextMessageEvent,
+    InboxClearedEvent,
+    PromptBlockedEvent,
+    RequestHeaderDeltaEvent,
+    RequestHeaderEvent,
+    SteeringMessageEvent,
+    StepStartEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+    UserMessageEvent,
+)
+
 from ._messages import FINISH_REASONS, dumps, input_messages, output_message, parsed_arguments, tool_response
 
 __all__ = ["INSTRUMENTATION_NAME", "SpanTracker"]
@@ -146,20 +163,20 @@ class SpanTracker:
             explicit_bucket_boundaries_advisory=_DURATION_BUCKETS,
         )
         self._handlers: dict[str, Handler] = {
-            "assistant/chunk": self._chunk,
-            "turn/start": self._turn_start,
-            "turn/end": self._turn_end,
-            "step/start": self._step_start,
-            "request/header": self._header,
-            "request/header-delta": self._header,
-            "assistant/message": self._assistant_message,
-            "tool/call": self._tool_call,
-            "tool/result": self._tool_result,
-            "user/message": self._prompt,
-            "prompt/blocked": self._consumed,
-            "steering/message": self._consumed,
-            "context/message": self._consumed,
-            "inbox/cleared": self._cleared,
+            AssistantChunkEvent.type: self._chunk,
+            TurnStartEvent.type: self._turn_start,
+            TurnEndEvent.type: self._turn_end,
+            StepStartEvent.type: self._step_start,
+            RequestHeaderEvent.type: self._header,
+            RequestHeaderDeltaEvent.type: self._header,
+            AssistantMessageEvent.type: self._assistant_message,
+            ToolCallEvent.type: self._tool_call,
+            ToolResultEvent.type: self._tool_result,
+            UserMessageEvent.type: self._prompt,
+            PromptBlockedEvent.type: self._consumed,
+            SteeringMessageEvent.type: self._consumed,
+            ContextMessageEvent.type: self._consumed,
+            InboxClearedEvent.type: self._cleared,
         }
 
     # ------------------------------------------------------------------ entry points

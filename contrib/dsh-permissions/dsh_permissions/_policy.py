@@ -18,6 +18,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio.to_thread
+import attrs
+
+from dsh_core.session_log import LogEvent, log_event
 
 from ._config import MODES, Mode
 from ._rules import (
@@ -37,12 +40,22 @@ from ._rules import (
 if TYPE_CHECKING:
     from dsh_core import Context, Tool, ToolExecution
 
-__all__ = ["MODE_EVENT", "READ_TOOLS", "Permissions"]
+__all__ = ["MODE_EVENT", "READ_TOOLS", "Permissions", "PermissionsModeEvent"]
 
 #: the tools the read-only mode allows
 READ_TOOLS: Final = frozenset({"read_file", "list_dir", "glob", "grep"})
+
+
+@log_event("permissions/mode")
+@attrs.frozen(kw_only=True)
+class PermissionsModeEvent(LogEvent):
+    """The agent's permission mode was switched to ``mode`` (``None``: back to the configured one)."""
+
+    mode: str | None
+
+
 #: the session event that records a mode switch
-MODE_EVENT: Final = "permissions/mode"
+MODE_EVENT: Final = PermissionsModeEvent.type
 _ALLOW: Final = Verdict("allow")
 
 
@@ -103,7 +116,7 @@ class Permissions:
         sessions = self._ctx.get_service("sessions")
         session = sessions.get(agent_id) if sessions is not None else None
         if session is not None:
-            session.append(MODE_EVENT, {"mode": mode})
+            session.append(PermissionsModeEvent(mode=mode))
         agents = self._ctx.get_service("agents")
         agent = agents.get(agent_id) if agents is not None else None
         if agent is not None and agent.status != "disposed":

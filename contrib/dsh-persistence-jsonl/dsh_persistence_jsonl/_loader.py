@@ -43,6 +43,14 @@ from dsh_core import (
     UserMessage,
 )
 from dsh_core._json import frozen_trusted
+from dsh_core.session_log import (
+    AssistantMessageEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+    UserMessageEvent,
+)
 
 from ._errors import SessionCorruptError
 from ._format import Header, read_header
@@ -241,9 +249,9 @@ class _OpenTurn:
 def _open_turn(events: Sequence[SessionEvent], path: Path) -> _OpenTurn | None:
     for index in range(len(events) - 1, -1, -1):
         kind = events[index].type
-        if kind == "turn/end":
+        if kind == TurnEndEvent.type:
             return None
-        if kind == "turn/start":
+        if kind == TurnStartEvent.type:
             turn: Any = events[index].data.get("turn")
             found = _OpenTurn(turn if isinstance(turn, int) else 0, index)
             break
@@ -260,12 +268,12 @@ def _open_turn(events: Sequence[SessionEvent], path: Path) -> _OpenTurn | None:
 
 def _note(found: _OpenTurn, event: SessionEvent) -> None:
     data: Any = event.data
-    if event.type == "assistant/message":
+    if event.type == AssistantMessageEvent.type:
         found.message = AssistantMessage.from_json(data["message"], field="data.message")
         found.message_step = int(data.get("step", 0))
-    elif event.type == "tool/call":
+    elif event.type == ToolCallEvent.type:
         found.calls[str(data["call_id"])] = event
-    elif event.type == "tool/result":
+    elif event.type == ToolResultEvent.type:
         found.results.add(str(data["message"]["call_id"]))
 
 
@@ -289,7 +297,7 @@ def repair_events(events: Sequence[SessionEvent], path: Path) -> list[SessionEve
 
     def result(step: int, call_id: str, text: str, code: str) -> None:
         message = ToolResultMessage(call_id=call_id, content=(Text(text),), is_error=True)
-        add("tool/result", {"turn": turn, "step": step, "message": message.to_json(), "error_code": code})
+        add(ToolResultEvent.type, {"turn": turn, "step": step, "message": message.to_json(), "error_code": code})
 
     model_calls: list[ToolCall] = []
     message = opened.message
@@ -314,18 +322,18 @@ def repair_events(events: Sequence[SessionEvent], path: Path) -> list[SessionEve
             continue
         step = opened.message_step
         add(
-            "tool/call",
+            ToolCallEvent.type,
             {"turn": turn, "step": step, "call_id": call.id, "name": call.name, "arguments": call.arguments},
         )
         result(step, call.id, _not_started(call.name, call.id), NOT_STARTED)
-    add("turn/end", {"turn": turn, "reason": {"kind": "interrupted"}})
+    add(TurnEndEvent.type, {"turn": turn, "reason": {"kind": "interrupted"}})
     return added
 
 
 # ---------------------------------------------------------------------- listing
 
-_TURN_START: Final = b'{"type":"turn/start",'
-_USER_MESSAGE: Final = b'{"type":"user/message",'
+_TURN_START: Final = b'{"type":"' + TurnStartEvent.type.encode() + b'",'
+_USER_MESSAGE: Final = b'{"type":"' + UserMessageEvent.type.encode() + b'",'
 _TITLE_LENGTH: Final = 80
 
 

@@ -22,6 +22,7 @@ import orjson
 
 from dsh_core import FrozenDict, SessionEvent, UserMessage
 from dsh_core._json import frozen_trusted
+from dsh_core.session_log import TurnStartEvent, UserMessageEvent
 
 from ._errors import SessionCorruptError
 
@@ -54,9 +55,9 @@ def encode_batch(events: Sequence[SessionEvent], *, want_title: bool) -> Batch:
         types.append(kind)
         times.append(event.time)
         datas.append(dumps(event.data).decode("utf-8"))
-        if kind == "turn/start":
+        if kind == TurnStartEvent.type:
             turns += 1
-        elif want_title and title is None and kind == "user/message":
+        elif want_title and title is None and kind == UserMessageEvent.type:
             title = _title(event)
     return Batch(types, times, datas, turns, title)
 

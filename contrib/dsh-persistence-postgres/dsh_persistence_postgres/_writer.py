@@ -27,6 +27,7 @@ import anyio.to_thread
 import psycopg
 
 from dsh_core import SessionEvent
+from dsh_core.session_log import InboxClearedEvent, InboxQueuedEvent
 
 from ._database import Claim, Database
 from ._errors import PersistenceError, SessionWriteError
@@ -39,7 +40,7 @@ __all__ = ["URGENT", "BatchWriter", "Journal", "is_urgent"]
 logger = logging.getLogger("dsh.persistence_postgres")
 
 #: event types written at once, whatever ``batch_delay`` is (§9.1: accepted sends are durable)
-URGENT: Final = frozenset({"inbox/queued", "inbox/cleared"})
+URGENT: Final = frozenset({InboxQueuedEvent.type, InboxClearedEvent.type})
 
 
 def is_urgent(session: Session, event: SessionEvent) -> bool:

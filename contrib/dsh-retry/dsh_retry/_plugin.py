@@ -5,15 +5,18 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from dsh_core import Retry, hookimpl
 from dsh_core.llm import Failure
+from dsh_core.session_log import LogEvent, log_event
 
 from ._config import RetryConfig
 
 if TYPE_CHECKING:
     from dsh_core import Context
 
-__all__ = ["RetryPlugin", "backoff_delay"]
+__all__ = ["RetryEvent", "RetryPlugin", "backoff_delay"]
 
 
 def backoff_delay(config: RetryConfig, attempt: int, rng: random.Random) -> float:
@@ -22,6 +25,19 @@ def backoff_delay(config: RetryConfig, attempt: int, rng: random.Random) -> floa
     exponent = min(attempt - 1, 64)  # 2**64 · initial is past any cap; avoids overflow to inf
     base = min(config.initial_delay * 2.0**exponent, config.max_delay)
     return min(base * rng.uniform(0.9, 1.1), config.max_delay)
+
+
+@log_event("llm/retry", in_turn=True)
+@attrs.frozen(kw_only=True)
+class RetryEvent(LogEvent):
+    """A failed model request of ``turn``/``step`` is retried: ``attempt`` failed with ``failure``, and
+    the next one starts after ``delay`` seconds."""
+
+    turn: int
+    step: int
+    attempt: int
+    delay: float
+    failure: Failure
 
 
 class RetryPlugin:
@@ -72,6 +88,6 @@ class RetryPlugin:
         delay = self.delay_for(failure, attempt)
         if delay is None:
             return None
-        data = {"turn": turn, "step": step, "attempt": attempt, "delay": delay, "failure": failure.to_json()}
-        agent.session.append("llm/retry", data)
+        record = RetryEvent(turn=turn, step=step, attempt=attempt, delay=delay, failure=failure)
+        agent.session.append(record.type, record.to_data())  # as (type, data): any session-like log takes it
         return Retry(delay=delay)

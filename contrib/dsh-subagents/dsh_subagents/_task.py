@@ -14,10 +14,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Final
 
 import anyio
+import attrs
 
 from dsh_core import Text, ToolExecution, ToolResult, tool
 from dsh_core._defaults.subagents import SubagentRefusedError, SubagentRequest, SubagentResult
 from dsh_core.llm import Failure
+from dsh_core.session_log import LogEvent, log_event
 
 from ._provider import PROVIDER_NAME, depth_of
 
@@ -26,7 +28,29 @@ if TYPE_CHECKING:
     from dsh_core._defaults.subagents import SubagentRun
     from dsh_core._tool_types import ToolErrorCode
 
-__all__ = ["CLEANUP_TIMEOUT", "DESCRIPTION", "task"]
+__all__ = ["CLEANUP_TIMEOUT", "DESCRIPTION", "SubagentEndEvent", "SubagentStartEvent", "task"]
+
+
+@log_event("subagent/start", in_turn=True)
+@attrs.frozen(kw_only=True)
+class SubagentStartEvent(LogEvent):
+    """The ``task`` call ``call_id`` started a sub-agent in session ``child_session_id`` at ``depth``."""
+
+    call_id: str
+    child_session_id: str
+    description: str
+    depth: int
+
+
+@log_event("subagent/end", in_turn=True)
+@attrs.frozen(kw_only=True)
+class SubagentEndEvent(LogEvent):
+    """The sub-agent of ``call_id`` is over: how its turn ended and how long its output was."""
+
+    call_id: str
+    child_session_id: str
+    stop_reason: str
+    output_chars: int
 
 #: how long a cancelled call waits for its child's turn to close before disposing it anyway
 CLEANUP_TIMEOUT: Final = 10.0
@@ -75,13 +99,9 @@ async def task(
     result: SubagentResult | None = None
     try:
         parent.session.append(
-            "subagent/start",
-            {
-                "call_id": execution.call_id,
-                "child_session_id": run.id,
-                "description": description,
-                "depth": depth,
-            },
+            SubagentStartEvent(
+                call_id=execution.call_id, child_session_id=run.id, description=description, depth=depth
+            )
         )
         try:
             result = await run.result
@@ -110,13 +130,11 @@ async def _close(run: SubagentRun, result: SubagentResult | None) -> SubagentRes
 
 
 def _log_end(parent: Agent, call_id: str, child_id: str, result: SubagentResult) -> None:
-    data = {
-        "call_id": call_id,
-        "child_session_id": child_id,
-        "stop_reason": result.stop_reason,
-        "output_chars": len(result.output),
-    }
-    parent.session.append("subagent/end", data)
+    parent.session.append(
+        SubagentEndEvent(
+            call_id=call_id, child_session_id=child_id, stop_reason=result.stop_reason, output_chars=len(result.output)
+        )
+    )
 
 
 def _error(code: ToolErrorCode, text: str) -> ToolResult:

@@ -1,0 +1,62 @@
+"""Run a benchmark script against this tree and a baseline tree in the same run, and print ratios.
+
+``python benchmarks/loop.py --against /tmp/base`` (the baseline is any checkout, e.g. made with
+``git worktree add /tmp/base main~3``) runs the script's measurements in child processes, this tree
+and the baseline alternately, each importing ``dsh_core`` and ``dsh_agent_loop`` from its own tree
+(``PYTHONPATH``); each figure is the best of the rounds, and the ratio is this tree over the baseline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent.parent
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--against", type=Path, help="a baseline tree to compare with (its own checkout)")
+    parser.add_argument("--rounds", type=int, default=3, help="child runs per tree (best one counts)")
+    parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    return parser.parse_args()
+
+
+def run_against(script: str, baseline: Path, rounds: int) -> None:
+    """Print each figure for this tree and the baseline, best of ``rounds`` alternating child runs."""
+    best: dict[str, dict[str, float]] = {"this": {}, "base": {}}
+    trees = {"this": HERE, "base": baseline.resolve()}
+    for _ in range(rounds):
+        for label, tree in trees.items():
+            env = {**os.environ, "PYTHONPATH": str(tree)}
+            done = subprocess.run(
+                [sys.executable, script, "--json"], env=env, cwd="/", capture_output=True, text=True, check=False
+            )
+            if done.returncode != 0:
+                sys.exit(f"{script} failed under {tree}:\n{done.stderr}")
+            figures: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+            for key, value in figures.items():
+                best[label][key] = min(value, best[label].get(key, float("inf")))
+    print(f"this tree {HERE}  vs  baseline {trees['base']}  (best of {rounds} alternating runs, us)")
+    width = max(len(key) for key in best["this"])
+    for key, value in best["this"].items():
+        base = best["base"].get(key)
+        ratio = f"{value / base:6.2f}x" if base else "     -"
+        shown = f"{base:10.2f}" if base is not None else "         -"
+        print(f"  {key:<{width}}  {value:10.2f}  {shown}  {ratio}")
+
+
+def main(script: str, measure: Callable[[], dict[str, float]], show: Callable[[dict[str, float]], None]) -> None:
+    """The benchmark's entry point: ``--against`` compares, ``--json`` is a child's run, else print."""
+    args = parse_args()
+    if args.against is not None:
+        run_against(script, args.against, args.rounds)
+    elif args.json:
+        print(json.dumps(measure()))
+    else:
+        show(measure())

@@ -1,0 +1,384 @@
+"""The session-log catalogue: one payload class per event type, one set of rules, one serialisation."""
+
+from __future__ import annotations
+
+import ast
+import io
+import tokenize
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tests.strategies as s
+from dsh_core import Context, EventDataError, Harness, SessionEvent, SurfaceOp
+from dsh_core._catalog_doc import render_session_log
+from dsh_core._content import AssistantMessage, Reasoning, Text, ToolCall, ToolResultMessage, UserMessage
+from dsh_core._json import FrozenDict, dumps_json, loads_json
+from dsh_core._llm_types import Failure, Finish, LlmCallConfig, TextDelta, ToolCallDelta, Usage
+from dsh_core.session_log import (
+    CONSUMING_EVENT_TYPES,
+    SURFACE_EVENT_TYPES,
+    AssistantChunkEvent,
+    AssistantMessageEvent,
+    ContextMessageEvent,
+    InboxClearedEvent,
+    InboxQueuedEvent,
+    LogEvent,
+    PromptBlockedEvent,
+    RequestHeaderDeltaEvent,
+    RequestHeaderEvent,
+    SteeringMessageEvent,
+    StepStartEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnEnd,
+    TurnEndEvent,
+    TurnStartEvent,
+    UserMessageEvent,
+    declared_types,
+    log_event,
+    read_payload,
+)
+
+pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs" / "session-log.md"
+GOLDEN = Path(__file__).resolve().parent / "golden" / "session-log.jsonl"
+
+USER = UserMessage("hello", {"kind": "user"}, "u1")
+SCHEMA = {"name": "read", "description": "Read a file", "parameters": {"type": "object"}}
+CALL = ToolCall("c1", "read", '{"path": "a.txt"}')
+REPLY = AssistantMessage((Reasoning("think", "sig"), Text("looking"), CALL), "scripted", "m", "a1")
+RESULT = ToolResultMessage("c1", "contents", False, "t1")
+USAGE = Usage(10, 5, 2, 1, 3)
+
+#: One payload of every core type, as the loop writes them (the golden file holds their data).
+SAMPLES: list[LogEvent] = [
+    TurnStartEvent(turn=1),
+    InboxQueuedEvent(id="q1", kind="send", message=USER),
+    UserMessageEvent(message=USER, queued_id="q1"),
+    UserMessageEvent(message=UserMessage("summary", {"kind": "compaction"}, "u2"), surface=SurfaceOp.replace(0, 3)),
+    PromptBlockedEvent(queued_id="q2", reason="not now", message=UserMessage("later", id="u3")),
+    ContextMessageEvent(message=UserMessage("note", {"kind": "context"}, "u4")),
+    ContextMessageEvent(message=UserMessage("idle", {"kind": "context"}, "u5"), queued_id="q3"),
+    SteeringMessageEvent(message=UserMessage("faster", {"kind": "steering"}, "u6"), queued_id="q4"),
+    StepStartEvent(turn=1, step=1),
+    RequestHeaderEvent(
+        config=LlmCallConfig("scripted", "m", 100, 0.5, "high"), system="be brief", tools=(SCHEMA,), prefix=(USER,)
+    ),
+    RequestHeaderDeltaEvent(system="be briefer"),
+    RequestHeaderDeltaEvent(config=LlmCallConfig("scripted", "n"), tools=(), prefix=()),
+    AssistantChunkEvent(turn=1, step=1, chunk=TextDelta(0, "look")),
+    AssistantChunkEvent(turn=1, step=1, chunk=ToolCallDelta(1, "c1", "read", "{}")),
+    AssistantChunkEvent(turn=1, step=1, chunk=USAGE),
+    AssistantChunkEvent(turn=1, step=1, chunk=Finish("error", Failure("slow down", "RATE_LIMIT", 429, 1.5))),
+    AssistantMessageEvent(turn=1, step=1, message=REPLY, usage=USAGE),
+    AssistantMessageEvent(turn=1, step=2, message=AssistantMessage((Text("half"),), id="a2"), interrupted=True),
+    ToolCallEvent(turn=1, step=1, call_id="c1", name="read", arguments='{"path": "a.txt"}'),
+    ToolResultEvent(turn=1, step=1, message=RESULT),
+    ToolResultEvent(
+        turn=1, step=1, message=ToolResultMessage("c2", "denied", True, "t2"), error_code="DENIED"
+    ),
+    InboxClearedEvent(ids=("q5", "q6")),
+    TurnEndEvent(turn=1, reason=TurnEnd("completed")),
+    TurnEndEvent(turn=2, reason=TurnEnd("error", failure=Failure("boom", "SERVER", 500))),
+    TurnEndEvent(turn=3, reason=TurnEnd("stopped", reason="enough")),
+    TurnEndEvent(turn=4, reason=TurnEnd("interrupted")),
+]
+
+CORE = [spec for spec in declared_types() if spec.module == "dsh_core.session_log"]
+
+
+def golden_lines() -> list[str]:
+    return [dumps_json({"type": sample.type, "data": sample.to_data()}) for sample in SAMPLES]
+
+
+# ---------------------------------------------------------------------- the catalogue
+
+
+def test_every_core_type_of_spec_section_3_is_declared_once() -> None:
+    """The catalogue declares exactly the types SPEC §3 lists, plus the inbox records."""
+    assert {spec.type for spec in CORE} == {
+        "turn/start",
+        "user/message",
+        "prompt/blocked",
+        "step/start",
+        "request/header",
+        "request/header-delta",
+        "assistant/chunk",
+        "assistant/message",
+        "tool/call",
+        "tool/result",
+        "context/message",
+        "steering/message",
+        "turn/end",
+        "inbox/queued",
+        "inbox/cleared",
+    }
+    assert SURFACE_EVENT_TYPES == {
+        "user/message",
+        "assistant/message",
+        "tool/result",
+        "context/message",
+        "steering/message",
+    }
+    assert CONSUMING_EVENT_TYPES == {"user/message", "steering/message", "context/message", "prompt/blocked"}
+    assert all(spec.doc for spec in CORE)
+    assert {type(sample) for sample in SAMPLES} == {spec.cls for spec in CORE}
+
+
+def test_docs_session_log_page_is_current() -> None:
+    """docs/session-log.md is regenerated whenever the catalogue changes."""
+    assert DOCS.read_text(encoding="utf-8") == render_session_log(), (
+        "docs/session-log.md is stale: run `python -m dsh_core session-log > docs/session-log.md`"
+    )
+
+
+def _string_literals(path: Path) -> Iterator[tuple[int, object]]:
+    tokens = tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8")).readline)
+    for token in tokens:
+        if token.type == tokenize.STRING:
+            try:
+                yield token.start[0], ast.literal_eval(token.string)
+            except ValueError:  # an f-string: its text is checked as written
+                yield token.start[0], token.string
+
+
+def test_no_module_outside_the_catalogue_spells_a_core_event_type() -> None:
+    """Writers and readers name core types by their payload class (``TurnStartEvent.type``)."""
+    core = {spec.type for spec in CORE}
+    sources = [*ROOT.glob("dsh_core/**/*.py"), *ROOT.glob("dsh_agent_loop/**/*.py"), *ROOT.glob("contrib/*/dsh_*/**/*.py")]
+    assert len(sources) > 50
+    spelled = []
+    for path in sources:
+        if path == ROOT / "dsh_core" / "session_log.py":
+            continue
+        for line, value in _string_literals(path):
+            text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+            if not isinstance(text, str):
+                continue
+            if text in core or any(f'"{name}"' in text for name in core):
+                spelled.append(f"{path.relative_to(ROOT)}:{line}: {text!r}")
+    assert spelled == []
+
+
+# ---------------------------------------------------------------------- JSON shapes
+
+
+def test_golden_file_holds_the_data_of_every_event_type() -> None:
+    """Each core type's data, byte for byte as the loop wrote it before the catalogue (SPEC §7)."""
+    assert GOLDEN.read_text(encoding="utf-8").splitlines() == golden_lines(), (
+        f"the JSON of a session-log event changed; if that is intended, regenerate {GOLDEN.name}"
+    )
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda sample: sample.type)
+def test_payload_round_trips_through_json_text(sample: LogEvent) -> None:
+    """to_data() -> JSON text -> from_data() gives back an equal payload; optional keys are left out."""
+    text = dumps_json(sample.to_data())
+    parsed = loads_json(text, where=sample.type)
+    assert type(sample).from_data(parsed) == sample  # type: ignore[arg-type]
+    assert read_payload(sample.type, parsed) == sample  # type: ignore[arg-type]
+    assert None not in parsed.values()  # type: ignore[union-attr]
+
+
+@settings(max_examples=60, deadline=None)
+@given(s.user_messages, s.assistant_messages, s.tool_result_messages, st.integers(1, 9), st.booleans())
+def test_any_visible_payload_round_trips(
+    user: UserMessage, reply: AssistantMessage, result: ToolResultMessage, turn: int, flag: bool
+) -> None:
+    """Payloads built from any message read back equal from their own data."""
+    payloads: list[LogEvent] = [
+        UserMessageEvent(message=user, queued_id="q" if flag else None),
+        AssistantMessageEvent(turn=turn, step=turn, message=reply, interrupted=flag),
+        ToolResultEvent(turn=turn, step=1, message=result, error_code="TIMEOUT" if flag else None),
+        InboxQueuedEvent(id="q", kind="steer", message=user),
+    ]
+    for payload in payloads:
+        assert type(payload).from_data(payload.to_data()) == payload
+
+
+@pytest.mark.parametrize(
+    ("event_type", "data", "field", "match"),
+    [
+        ("tool/call", {"turn": 1}, "data.step", "expected a step number"),
+        ("tool/call", {"turn": 1, "step": 1, "call_id": "c", "name": "n"}, "data.arguments", "missing"),
+        ("turn/end", {"turn": 1, "reason": 5}, "data.reason", "expected a JSON object"),
+        ("turn/end", {"turn": 1, "reason": {"kind": "later"}}, "data.reason.kind", "'later' is not valid"),
+        ("request/header", {"bogus": True}, "data.config", "missing"),
+        ("inbox/queued", {}, "data.id", "missing"),
+        ("inbox/queued", {"id": "q", "kind": "send", "message": "x"}, "data.message", "JSON object"),
+        ("inbox/cleared", {"ids": [1]}, "data.ids[0]", "expected a string"),
+        ("user/message", {"message": 5}, "data.message", "JSON object"),
+        ("user/message", {"message": {"role": "user", "content": []}}, "data.message.id", "missing"),
+        ("assistant/chunk", {"turn": 1, "step": 1, "chunk": {"type": "beep"}}, "data.chunk.type", "unknown chunk"),
+        ("step/start", {"turn": 1, "step": 1, "extra": 0}, "data.extra", "unknown field"),
+    ],
+)
+def test_stored_data_breaking_its_rules_names_type_and_field(
+    event_type: str, data: dict[str, Any], field: str, match: str
+) -> None:
+    """read_payload (what append and the seeding of a stored log run) names the type and the field."""
+    with pytest.raises(EventDataError, match=match) as caught:
+        read_payload(event_type, data)
+    assert caught.value.event_type == event_type
+    assert caught.value.field == field
+    assert str(caught.value).startswith(f"{event_type}: {field}: ")
+
+
+def test_an_undeclared_type_is_free_json() -> None:
+    assert read_payload("note/anything", {"x": [1, {"y": None}]}) is None
+
+
+def test_payload_constructors_check_python_types() -> None:
+    """A payload refuses a wrong value when it is built, naming the class and the field."""
+    with pytest.raises(ValueError, match=r"TurnStartEvent.turn must be an int >= 1, got 0"):
+        TurnStartEvent(turn=0)
+    with pytest.raises(TypeError, match=r"UserMessageEvent.message must be a UserMessage, got dict"):
+        UserMessageEvent(message={"role": "user"})  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"AssistantChunkEvent.chunk must be a TextDelta"):
+        AssistantChunkEvent(turn=1, step=1, chunk="hi")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"ToolResultEvent.error_code must be one of"):
+        ToolResultEvent(message=RESULT, error_code="OOPS")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"TurnEnd.kind must be one of"):
+        TurnEnd("paused")  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------- appending
+
+
+async def _session(ctx: Context, name: str = "s") -> Any:
+    return await ctx.sessions.create(name)
+
+
+async def test_typed_and_raw_appends_store_the_same_event(dsh_ctx: Context) -> None:
+    """append(payload) and append(type, data) give equal events, in the same JSON text."""
+    typed, raw = await _session(dsh_ctx, "typed"), await _session(dsh_ctx, "raw")
+    for sample in SAMPLES:
+        if isinstance(sample, UserMessageEvent) and sample.surface.op == "replace":
+            continue  # needs a surface to replace: covered below
+        if isinstance(sample, TurnEndEvent) and sample.turn != 1:
+            continue  # only turn 1 is open
+        left = typed.append(sample)
+        right = raw.append(sample.type, loads_json(dumps_json(sample.to_data()), where="test"))  # type: ignore[arg-type]
+        assert (left.type, left.seq, left.data) == (right.type, right.seq, right.data)
+        assert dumps_json(left.data) == dumps_json(right.data)
+        assert type(left.data) is FrozenDict
+        assert left.payload is sample
+        assert right.payload == sample
+    assert typed.derive_messages() == raw.derive_messages()
+    assert typed.open_turn == raw.open_turn
+
+
+async def test_derived_view_holds_the_appended_message_itself(dsh_ctx: Context) -> None:
+    """A typed append folds the payload's own message into the view: nothing is parsed back."""
+    session = await _session(dsh_ctx)
+    session.append(UserMessageEvent(message=USER))
+    session.append(AssistantMessageEvent(turn=1, step=1, message=REPLY))
+    session.append(ToolResultEvent(turn=1, step=1, message=RESULT))
+    derived = session.derive_messages()
+    assert [message is original for message, original in zip(derived, (USER, REPLY, RESULT), strict=True)] == [
+        True,
+        True,
+        True,
+    ]
+
+
+async def test_typed_surface_replace_and_turn_checks(dsh_ctx: Context) -> None:
+    """A payload's surface op and turn number are checked against the session like raw data."""
+    session = await _session(dsh_ctx)
+    for text in ("a", "b", "c"):
+        session.append(UserMessageEvent(message=UserMessage(text)))
+    summary = UserMessage("sum", {"kind": "compaction"})
+    session.append(UserMessageEvent(message=summary, surface=SurfaceOp.replace(0, 2)))
+    assert [m.text for m in session.derive_messages()] == ["sum", "c"]
+    with pytest.raises(EventDataError, match="do not exist") as caught:
+        session.append(UserMessageEvent(message=summary, surface=SurfaceOp.replace(0, 9)))
+    assert caught.value.field == "data.surface"
+    session.append(TurnStartEvent(turn=1))
+    with pytest.raises(EventDataError, match="while turn 1 is open"):
+        session.append(TurnStartEvent(turn=2))
+    session.append(TurnEndEvent(turn=1, reason=TurnEnd("completed")))
+    with pytest.raises(EventDataError, match="no turn is open"):
+        session.append(TurnEndEvent(turn=1, reason=TurnEnd("completed")))
+    assert len(session.events) == 6
+
+
+async def test_a_typed_append_serialises_when_data_is_first_read(dsh_ctx: Context) -> None:
+    """The event's data is built from the payload once, on first read, and then kept."""
+    session = await _session(dsh_ctx)
+    event = session.append(ToolCallEvent(turn=1, step=1, call_id="c", name="n", arguments="{}"))
+    first = event.data
+    assert first == {"turn": 1, "step": 1, "call_id": "c", "name": "n", "arguments": "{}"}
+    assert event.data is first
+    assert attrs.evolve(event, seq=9).data is first
+    assert SessionEvent.from_json(event.to_json()) == event
+
+
+async def test_append_refuses_a_payload_with_data(dsh_ctx: Context) -> None:
+    session = await _session(dsh_ctx)
+    with pytest.raises(TypeError, match="carries its own data"):
+        session.append(TurnStartEvent(turn=1), {"turn": 1})  # type: ignore[call-overload]
+    assert len(session.events) == 0
+
+
+async def test_crash_repair_reason_interrupted_is_a_turn_end_reason(dsh_ctx: Context) -> None:
+    """turn/end {kind: interrupted} (written by crash repair) reads and appends like any reason."""
+    session = await _session(dsh_ctx)
+    session.append(TurnStartEvent(turn=1))
+    event = session.append("turn/end", {"turn": 1, "reason": {"kind": "interrupted"}})
+    assert event.payload == TurnEndEvent(turn=1, reason=TurnEnd("interrupted"))
+    seeded = dsh_ctx.sessions.prepare("copy", seed=session.events)
+    assert seeded.open_turn is None
+
+
+async def test_a_seeded_event_breaking_its_rules_is_refused(dsh_ctx: Context) -> None:
+    """Events given as a seed (a loaded log) are checked by the same rules, naming the field."""
+    with pytest.raises(EventDataError, match=r"tool/call: data.step") as caught:
+        dsh_ctx.sessions.prepare("bad", seed=[SessionEvent("tool/call", 0, 0.0, {"turn": 1})])
+    assert caught.value.field == "data.step"
+
+
+# ---------------------------------------------------------------------- a plugin's own types
+
+
+@log_event("testplugin/mark")
+@attrs.frozen(kw_only=True)
+class MarkEvent(LogEvent):
+    """A test plugin's own event: a label and an optional count."""
+
+    label: str
+    count: int | None = attrs.field(default=None, metadata={})
+
+
+async def test_a_plugin_declares_its_own_type_the_same_way() -> None:
+    """A plugin's type is appended typed or raw, and its raw data is checked by its rules."""
+    async with Harness(autoload=False) as ctx:
+        session = await ctx.sessions.create("p")
+        event = session.append(MarkEvent(label="x"))
+        assert event.type == "testplugin/mark"
+        assert event.data == {"label": "x", "count": None}
+        raw = session.append("testplugin/mark", {"label": "y", "count": 2})
+        assert raw.payload == MarkEvent(label="y", count=2)
+        with pytest.raises(EventDataError, match=r"testplugin/mark: data.label: missing"):
+            session.append("testplugin/mark", {"count": 2})
+        assert len(session.events) == 2
+
+
+def test_a_type_cannot_be_declared_twice() -> None:
+    from dsh_core import DuplicateRegistrationError
+
+    with pytest.raises(DuplicateRegistrationError, match="already declared"):
+
+        @log_event("turn/start")
+        @attrs.frozen(kw_only=True)
+        class Impostor(LogEvent):
+            """Not the real one."""
+
+            turn: int
