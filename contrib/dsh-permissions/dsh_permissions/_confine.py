@@ -4,7 +4,7 @@
 here (a ``Profile``), and this module turns a command into the argv that runs it so::
 
     [unshare --pid --fork --kill-child -- sh -c 'echo P > /proc/sys/kernel/pid_max ...']   (root)
-    bwrap --unshare-pid --unshare-ipc --unshare-uts --unshare-user --disable-userns --unshare-net
+    bwrap --unshare-pid --unshare-ipc --unshare-user --disable-userns --unshare-net
           --cap-drop ALL --die-with-parent --new-session
           --ro-bind /usr /usr  --symlink usr/bin /bin ...  --ro-bind /etc /etc ...   system, read-only
           --dev /dev --proc /proc --tmpfs /tmp --tmpfs /var/tmp [--tmpfs $HOME]      its own
@@ -157,10 +157,11 @@ def confined_argv(
         pid_max = max(max_processes + _PID_MAX_OVERHEAD, PID_MAX_FLOOR)
         script = f'echo {pid_max} > /proc/sys/kernel/pid_max && exec "$@"'
         wrapper = [unshare, "--pid", "--fork", "--kill-child", "--", sh, "-c", script, "sh"]
-    # Every namespace but the cgroup one (its creation is slow, and /sys is not mounted anyway).
-    # bwrap's own pid namespace even inside the pid-max wrapper's: its /proc can only be mounted
-    # for a pid namespace that its user namespace owns (without one, it would show the host's).
-    args = [profile.bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+    # The namespaces that keep something from the command: not cgroup (slow to make; /sys is not
+    # mounted) nor UTS (without a capability the hostname cannot be changed anyway). bwrap's own pid
+    # namespace even inside the pid-max wrapper's: its /proc can only be mounted for a pid
+    # namespace that its user namespace owns (without one, it would show the host's).
+    args = [profile.bwrap, "--unshare-pid", "--unshare-ipc"]
     if profile.user_namespace:
         args.append("--unshare-user")
         if profile.disable_userns:

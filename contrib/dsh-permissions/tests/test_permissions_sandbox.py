@@ -312,9 +312,8 @@ def test_confined_argv_mounts_the_workspace_after_tmp_and_hides_last(tmp_path: P
         profile, ["bash", "-c", "ls"], cwd="/w", writable=True, max_processes=7, hidden=[str(secret), str(tmp_path)],
         empty_file="/e", home="/home/u",
     )  # fmt: skip
-    assert argv[:11] == ["bwrap", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-user",
-                         "--disable-userns", "--unshare-net", "--cap-drop", "ALL", "--die-with-parent",
-                         "--new-session"]  # fmt: skip
+    assert argv[:10] == ["bwrap", "--unshare-pid", "--unshare-ipc", "--unshare-user", "--disable-userns",
+                         "--unshare-net", "--cap-drop", "ALL", "--die-with-parent", "--new-session"]  # fmt: skip
     tail = argv[argv.index("/proc") + 1 :]
     assert tail == [
         "--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/home/u", "--bind", "/w", "/w",
