@@ -210,8 +210,7 @@ def parse_assignment(text: str) -> tuple[str, Any]:
 
     :raises ValueError: when there is no ``=`` or the key is empty.
     """
-    key, eq, raw = text.partition("=")
-    key = key.strip()
+    key, eq, raw = _split_assignment(text)
     if not eq or not key or any(not part for part in key.split(".")):
         msg = f"expected KEY=VALUE with a dotted KEY (like retry.max_attempts=3), got {text!r}"
         raise ValueError(msg)
@@ -222,6 +221,33 @@ def parse_assignment(text: str) -> tuple[str, Any]:
     except tomllib.TOMLDecodeError:
         value = raw
     return key, value
+
+
+def _split_assignment(text: str) -> tuple[str, str, str]:
+    """``KEY``, ``=``, ``VALUE``: a quoted part of the key (``cli.prices."local/m"``) may hold ``=`` and ``/``.
+
+    :raises ValueError: for a quoted part holding a dot (dotted paths name tables; use a file for it).
+    """
+    parts: list[str] = []
+    current = ""
+    quoted = False
+    for index, char in enumerate(text):
+        if char == '"':
+            quoted = not quoted
+        elif char == "." and not quoted:
+            parts.append(current.strip())
+            current = ""
+        elif char == "=" and not quoted:
+            parts.append(current.strip())
+            return ".".join(parts), "=", text[index + 1 :]
+        elif char == "." and quoted:
+            msg = (
+                f"a quoted key part cannot hold a dot in --set (got {text!r}); set it in a configuration file"
+            )
+            raise ValueError(msg)
+        else:
+            current += char
+    return text.strip(), "", ""
 
 
 def _nest(path: str, value: Any) -> dict[str, Any]:

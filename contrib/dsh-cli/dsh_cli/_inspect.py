@@ -41,8 +41,8 @@ def _disabled(config: EffectiveConfig) -> set[str]:
 
 
 def plugins_command(config: EffectiveConfig) -> int:
-    """Print a table of the installed plugins."""
-    console = Console(highlight=False)
+    """Print a table of the installed plugins (piped: whole rows, not cut to 80 columns)."""
+    console = output_console()
     disabled = _disabled(config)
     table = Table(title="dsh plugins", title_justify="left", show_edge=False, pad_edge=False)
     table.add_column("name", style="bold")
@@ -60,7 +60,24 @@ def plugins_command(config: EffectiveConfig) -> int:
     console.print(table)
     if disabled:
         console.print(Text(f"disabled: {', '.join(sorted(disabled))}", style="dim"))
+    _print_commands(console)
     return 0
+
+
+def _print_commands(console: Console) -> None:
+    """The subcommands installed plugins add (entry points ``dsh.commands``; listed, not imported)."""
+    from ._args import BUILTIN_COMMANDS
+    from ._commands import command_entry_points
+
+    found = command_entry_points()
+    if not found:
+        return
+    console.print()
+    console.print(Text("commands from plugins:", style="bold"))
+    for name, ep in sorted(found.items()):
+        origin = f"{ep.dist.name} {ep.dist.version}" if ep.dist is not None else "?"
+        note = "  (ignored: a dsh command has this name)" if name in BUILTIN_COMMANDS else ""
+        console.print(Text(f"  dsh {name}  ({origin}, {ep.value}){note}"))
 
 
 def _jsonable(value: Any) -> Any:

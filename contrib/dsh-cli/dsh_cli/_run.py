@@ -23,7 +23,7 @@ from rich.text import Text
 from dsh_core import SessionEvent, hookimpl
 from dsh_core.session_log import AssistantMessageEvent
 
-from ._approval import RefusingPrompter, SessionApproval, TerminalPrompter
+from ._approval import Answer, Prompter, RefusingPrompter, SessionApproval, TerminalPrompter
 from ._config import EffectiveConfig, max_attempts
 from ._diff import edit_diff
 from ._exit import ExitCode, exit_code_for
@@ -50,7 +50,7 @@ from ._stdout import json_line, silence_stdout
 from ._usage import Usage, price_of
 
 if TYPE_CHECKING:
-    from dsh_core import Context
+    from dsh_core import Context, ToolExecution
 
 __all__ = ["RunOutput", "run_command"]
 
@@ -99,6 +99,8 @@ class RunOutput:
         self._live: Live | None = None
         self._spinner = spinner and not json_lines
         self._spinning = False  # a spinner frame is on stderr's last line
+        #: an approval question is on stderr: the spinner must not draw over it
+        self.asking = False
         self._waiting: str | None = "waiting for the model"
         self._since = time.monotonic()
         #: the ``turn/end`` reason of the turn this run sent
@@ -217,8 +219,10 @@ class RunOutput:
             self._clear_spinner()
 
     def tick(self) -> None:
-        """Redraw the spinner (stderr a terminal, something awaited, no answer line open)."""
+        """Redraw the spinner (stderr a terminal, something awaited, no answer line open, no question)."""
         if not self._spinner or self._waiting is None or self._line_open or self._live is not None:
+            return
+        if self.asking:
             return
         elapsed = time.monotonic() - self._since
         frame = _SPINNER[int(elapsed * 10) % len(_SPINNER)]
@@ -226,6 +230,11 @@ class RunOutput:
         stream.write(f"\r{frame} {self._waiting} · {elapsed:.1f}s\x1b[K")
         stream.flush()
         self._spinning = True
+
+    def pause_for_question(self) -> None:
+        """An approval question is about to be asked on stderr: clear the spinner and keep it off."""
+        self.asking = True
+        self._clear_spinner()
 
     def _clear_spinner(self) -> None:
         if self._spinning:
@@ -243,6 +252,21 @@ class RunOutput:
             self._end_block()
         except BrokenPipeError:
             self.broken = True
+
+
+class _QuietWhileAsking:
+    """A prompter that stops the spinner while its question is on the screen."""
+
+    def __init__(self, prompter: Prompter, output: RunOutput) -> None:
+        self._prompter = prompter
+        self._output = output
+
+    async def ask(self, execution: ToolExecution, reason: str) -> Answer:
+        self._output.pause_for_question()
+        try:
+            return await self._prompter.ask(execution, reason)
+        finally:
+            self._output.asking = False
 
 
 async def _spin(output: RunOutput) -> None:
@@ -278,7 +302,7 @@ async def run_command(
     out = out or sys.stdout
     err_stream = err or sys.stderr
     console = Console(file=err_stream, highlight=False, soft_wrap=True)
-    prompter = TerminalPrompter() if sys.stdin.isatty() else RefusingPrompter(err_stream)
+    prompter: Prompter = TerminalPrompter() if sys.stdin.isatty() else RefusingPrompter(err_stream)
     markdown = out.isatty() and not plain and bool(config.get("plugins.cli.markdown", True))
     output = RunOutput(
         out=out,
@@ -290,6 +314,7 @@ async def run_command(
     )
     model = config.model
     output.price = price_of(config.get("plugins.cli.prices", {}), model)
+    prompter = _QuietWhileAsking(prompter, output)
     received: list[int] = []
     waiting = anyio.CancelScope()
 

@@ -123,3 +123,21 @@ async def test_run_output_streams_text_and_summarises_tools() -> None:
     assert out.getvalue() == "Checking.\nDone.\n"
     assert err.getvalue().splitlines() == ['⏺ lookup(key="k")', "  ⎿ value of k"]
     assert output.reason == {"kind": "completed"}
+
+
+def test_the_spinner_stays_off_an_open_question() -> None:
+    """The run's spinner draws while waiting, is cleared for an approval question and does not draw over it."""
+    out, err = io.StringIO(), io.StringIO()
+    output = RunOutput(
+        out=out, err=Console(file=err, width=100, color_system=None), json_lines=False, spinner=True
+    )
+    output.tick()
+    assert "waiting for the model" in err.getvalue()
+    output.pause_for_question()
+    assert err.getvalue().endswith("\r\x1b[K"), "the spinner line is cleared before the question"
+    drawn = err.getvalue()
+    output.tick()
+    assert err.getvalue() == drawn, "nothing is drawn while the question is open"
+    output.asking = False
+    output.tick()
+    assert err.getvalue() != drawn

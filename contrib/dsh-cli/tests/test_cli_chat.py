@@ -329,3 +329,25 @@ def test_status_line_last_output_and_resume_hint(
         terminal.wait_for(f"resume with `dsh chat --resume {session}`")
     finally:
         child.close(force=True)
+
+
+def test_a_retry_and_an_edit_are_shown(project: Path, dsh_env: dict[str, str], llm: FakeLlm) -> None:
+    """In the chat too: `retrying 2/3 in 0 s (RATE_LIMIT)` for an llm/retry, a coloured diff for edit_file."""
+    llm.fail(429, "slow down")
+    llm.tool_call("edit_file", {"path": "notes.txt", "old_text": "yellow", "new_text": "green"})
+    llm.text("Done editing.")
+    child = spawn_dsh(
+        "chat", "--mode", "full-access", "--set", "retry.max_attempts=3", "--set", "retry.initial_delay=0",
+        cwd=project, env=dsh_env,
+    )  # fmt: skip
+    try:
+        child.expect("new session")
+        child.sendline("edit")
+        child.expect("retrying 2/3 in 0 s \\(RATE_LIMIT\\)")
+        child.expect("- yellow")
+        child.expect("\\+ green")
+        child.expect("Done editing.")
+        _leave(child)
+    finally:
+        child.close(force=True)
+    assert (project / "notes.txt").read_text(encoding="utf-8") == "bananas are green\n"

@@ -135,5 +135,8 @@ def test_help_lists_plugin_commands_and_builtins_win(
     assert "--status" in own.stdout
     assert "--config" in own.stdout
     assert "--set" in own.stdout
+    listed = run_dsh("plugins", cwd=workdir, env=dsh_env)
+    assert "dsh hello  (dsh_hello 1.0, dsh_hello_cmd)" in listed.stdout
+    assert "dsh run  (dsh_hello 1.0, dsh_sync_cmd)  (ignored: a dsh command has this name)" in listed.stdout
     run_help = run_dsh("run", "--help", cwd=workdir, env=dsh_env)
     assert "--json" in run_help.stdout, "dsh run is the built-in, not the plugin's `run`"

@@ -141,6 +141,39 @@ def test_ask_without_a_terminal_is_denied(llm: FakeLlm, project: Path, dsh_env: 
     assert "should-not-run\n" not in tool_message["content"]
 
 
+def test_no_terminal_tells_the_model_nobody_was_asked(
+    llm: FakeLlm, project: Path, dsh_env: dict[str, str]
+) -> None:
+    """`--mode full-access` does not lift an ask rule, so the hint names the rule, not --mode; the model is
+    told nobody could be asked, not that the user rejected the call."""
+    llm.tool_call("bash", {"command": "echo should-not-run"})
+    llm.text("Understood.")
+    done = run_dsh("run", "--mode", "full-access", "run echo", cwd=project, env=dsh_env, input="")
+    assert done.returncode == 0, done.stderr
+    assert "--mode" not in done.stderr
+    assert 'action = "allow"' in done.stderr
+    told = llm.messages(1)[-1]["content"]
+    assert "nobody could be asked" in told
+    assert "rejected" not in told
+
+
+def test_the_cost_is_shown_when_prices_are_configured(
+    llm: FakeLlm, project: Path, dsh_env: dict[str, str]
+) -> None:
+    """With a price for the model, the last stderr line says what the run cost (12 in, 5 out tokens)."""
+    llm.text("Cheap.")
+    done = run_dsh(
+        "run",
+        "--set",
+        'cli.prices."local/fake"={ input = 1000.0, output = 2000.0 }',
+        "hi",
+        cwd=project,
+        env=dsh_env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert " · $0.0220 · continue with" in done.stderr
+
+
 def test_prompt_from_stdin(llm: FakeLlm, project: Path, dsh_env: dict[str, str]) -> None:
     """`dsh run -` reads the prompt from stdin."""
     llm.text("ok")
