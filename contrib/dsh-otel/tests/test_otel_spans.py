@@ -295,3 +295,18 @@ async def test_turns_are_numbered_and_each_is_its_own_trace(telemetry: Telemetry
     assert [dict(span.attributes or {})["dsh.turn"] for span in turns] == [1, 2]
     assert trace_id(turns[0]) != trace_id(turns[1])
     assert all(parent_of(span) is None for span in turns)
+
+
+async def test_a_stream_that_ends_without_a_finish_is_a_failed_request(telemetry: Telemetry) -> None:
+    """A stream with no Finish (the runtime reports it as TRANSPORT): the request span and the turn carry that code."""
+    model = ScriptedModel([ScriptedModel.no_finish("half an answer")])
+    async with running(telemetry, model) as (ctx, _):
+        async with await ctx.agents.create("agent-1", agent_options=MODEL) as handle:
+            outcome = await handle.agent.run("hello")
+    assert outcome.kind == "error"
+    chat = telemetry.one("chat deepseek-v4-flash")
+    turn = telemetry.one("invoke_agent agent-1")
+    assert dict(turn.attributes or {})["error.type"] == "TRANSPORT"
+    assert dict(chat.attributes or {})["error.type"] == "TRANSPORT"
+    assert chat.status.status_code is StatusCode.ERROR
+    assert telemetry.still_open() == []
