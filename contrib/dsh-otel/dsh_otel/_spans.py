@@ -149,7 +149,9 @@ class SpanTracker:
         self._tracer = tracer
         self._capture = capture
         self._sessions: dict[str, _Session] = {}
-        self._point_attributes: dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = {}
+        self._point_attributes: dict[
+            tuple[str, str], tuple[dict[str, Any], dict[str, Any], dict[str, Any]]
+        ] = {}
         self._tokens = meter.create_histogram(
             "gen_ai.client.token.usage",
             unit="{token}",
@@ -188,8 +190,9 @@ class SpanTracker:
             return
         state = self._sessions.get(session.id)
         if state is None:
-            state = self._sessions[session.id] = _Session(session.id)
-        state.live = session
+            state = self._sessions[session.id] = _Session(session.id, session)
+        elif state.live is None:
+            state.live = session
         handler(state, data)
 
     def on_queued(self, session_id: str, queued_id: str, kind: str) -> None:
@@ -412,16 +415,24 @@ class SpanTracker:
             attributes["error.type"] = error_type
             points = {**points, "error.type": error_type}
         span = self._tracer.start_span(
-            chat.name, context=turn.context, kind=SpanKind.CLIENT, attributes=attributes, start_time=chat.start_ns
+            chat.name,
+            context=turn.context,
+            kind=SpanKind.CLIENT,
+            attributes=attributes,
+            start_time=chat.start_ns,
         )
         if error_type is not None:
-            description = chat.error or ("the request was cancelled" if error_type == "ABORTED" else error_type)
+            description = chat.error or (
+                "the request was cancelled" if error_type == "ABORTED" else error_type
+            )
             span.set_status(Status(StatusCode.ERROR, description))
         end_ns = time.time_ns()
         span.end(end_time=end_ns)
         self._duration.record((end_ns - chat.start_ns) / 1e9, points)
 
-    def _points_for(self, attributes: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    def _points_for(
+        self, attributes: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
         """The metric attributes of a request to this provider and model (made once per pair)."""
         key = (attributes["gen_ai.provider.name"], attributes["gen_ai.request.model"])
         found = self._point_attributes.get(key)

@@ -9,15 +9,29 @@ from typing import Any
 import anyio
 import attrs
 from dsh_otel import OtelPlugin
+from opentelemetry import context as otel_context
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from dsh_core import AgentOptions, Context, Harness, SessionEvent, hookimpl
 
 MODEL = AgentOptions(model="deepseek/deepseek-v4-flash")
+
+
+class OpenSpans(SpanProcessor):
+    """Remembers the spans started and not yet ended: a span left open is never exported."""
+
+    def __init__(self) -> None:
+        self.open: dict[int, str] = {}
+
+    def on_start(self, span: Span, parent_context: otel_context.Context | None = None) -> None:
+        self.open[span_id(span)] = span.name
+
+    def on_end(self, span: ReadableSpan) -> None:
+        self.open.pop(span_id(span), None)
 
 
 @attrs.define
@@ -28,14 +42,21 @@ class Telemetry:
     spans: InMemorySpanExporter
     meter_provider: MeterProvider
     metrics: InMemoryMetricReader
+    started: OpenSpans
 
     @classmethod
     def fresh(cls) -> Telemetry:
         spans = InMemorySpanExporter()
+        started = OpenSpans()
         tracer_provider = TracerProvider()
+        tracer_provider.add_span_processor(started)
         tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
         reader = InMemoryMetricReader()
-        return cls(tracer_provider, spans, MeterProvider(metric_readers=[reader]), reader)
+        return cls(tracer_provider, spans, MeterProvider(metric_readers=[reader]), reader, started)
+
+    def still_open(self) -> list[str]:
+        """The names of the spans started and never ended."""
+        return sorted(self.started.open.values())
 
     def plugin(self) -> OtelPlugin:
         return OtelPlugin(tracer_provider=self.tracer_provider, meter_provider=self.meter_provider)
@@ -73,7 +94,7 @@ def parent_of(span: ReadableSpan) -> int | None:
     return span.parent.span_id if span.parent is not None else None
 
 
-def span_id(span: ReadableSpan) -> int:
+def span_id(span: ReadableSpan | Span) -> int:
     assert span.context is not None
     return span.context.span_id
 

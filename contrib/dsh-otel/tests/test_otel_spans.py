@@ -41,6 +41,7 @@ async def test_tool_turn_has_a_turn_span_with_a_chat_and_a_tool_child_per_step(t
         async with await ctx.agents.create("agent-1", agent_options=MODEL) as handle:
             outcome = await handle.agent.run("What is 2 + 3?")
     assert outcome.kind == "completed"
+    assert telemetry.still_open() == []
     turn = telemetry.one("invoke_agent agent-1")
     chats = telemetry.named("chat deepseek-v4-flash")
     tool_span = telemetry.one("execute_tool add")
@@ -128,6 +129,7 @@ async def test_model_failure_sets_error_status_on_the_chat_and_the_turn(telemetr
         async with await ctx.agents.create("agent-1", agent_options=MODEL) as handle:
             outcome = await handle.agent.run("hello")
     assert outcome.kind == "error"
+    assert telemetry.still_open() == []
     turn = telemetry.one("invoke_agent agent-1")
     chat = telemetry.one("chat deepseek-v4-flash")
     assert parent_of(chat) == span_id(turn)
@@ -199,6 +201,7 @@ async def test_cancel_while_streaming_ends_every_span_aborted(telemetry: Telemet
                 assert telemetry.finished() == []  # nothing ends before the cancel
                 handle.agent.cancel()
     assert outcome == ["aborted"]
+    assert telemetry.still_open() == []
     turn = telemetry.one("invoke_agent agent-1")
     chat = telemetry.one("chat deepseek-v4-flash")
     assert parent_of(chat) == span_id(turn)
@@ -228,6 +231,7 @@ async def test_cancel_during_a_tool_call_ends_the_tool_span_aborted(telemetry: T
                 await started.wait()
                 handle.agent.cancel()
             await handle.agent.when_idle()
+            assert telemetry.still_open() == []  # ended with the turn, not by the harness's stop
     turn = telemetry.one("invoke_agent agent-1")
     waited = telemetry.one("execute_tool wait_forever")
     assert parent_of(waited) == span_id(turn)
@@ -259,7 +263,8 @@ async def test_disposal_mid_turn_ends_the_spans_disposed(telemetry: Telemetry) -
         handle.agent.send("go")
         await recorder.wait_for("assistant/chunk")
         await handle.dispose()
-        turn = telemetry.one("invoke_agent agent-1")  # ended by the disposal, not the harness's stop
+        assert telemetry.still_open() == []  # ended by the disposal, not the harness's stop
+        turn = telemetry.one("invoke_agent agent-1")
     assert dict(turn.attributes or {})["dsh.turn.end_reason"] == "disposed"
     assert turn.status.status_code is StatusCode.ERROR
     assert dict(telemetry.one("chat deepseek-v4-flash").attributes or {})["error.type"] == "ABORTED"
@@ -272,6 +277,8 @@ async def test_harness_stop_mid_turn_leaves_no_span_open(telemetry: Telemetry) -
         handle = await ctx.agents.create("agent-1", agent_options=MODEL)
         handle.agent.send("go")
         await recorder.wait_for("assistant/chunk")
+        assert telemetry.still_open() == ["invoke_agent agent-1"]
+    assert telemetry.still_open() == []
     names = sorted(span.name for span in telemetry.finished())
     assert names == ["chat deepseek-v4-flash", "invoke_agent agent-1"]
     assert dict(telemetry.one("invoke_agent agent-1").attributes or {})["dsh.turn.end_reason"] == "disposed"
@@ -288,3 +295,18 @@ async def test_turns_are_numbered_and_each_is_its_own_trace(telemetry: Telemetry
     assert [dict(span.attributes or {})["dsh.turn"] for span in turns] == [1, 2]
     assert trace_id(turns[0]) != trace_id(turns[1])
     assert all(parent_of(span) is None for span in turns)
+
+
+async def test_a_stream_that_ends_without_a_finish_is_a_failed_request(telemetry: Telemetry) -> None:
+    """A stream with no Finish (the runtime reports it as TRANSPORT): the request span and the turn carry that code."""
+    model = ScriptedModel([ScriptedModel.no_finish("half an answer")])
+    async with running(telemetry, model) as (ctx, _):
+        async with await ctx.agents.create("agent-1", agent_options=MODEL) as handle:
+            outcome = await handle.agent.run("hello")
+    assert outcome.kind == "error"
+    chat = telemetry.one("chat deepseek-v4-flash")
+    turn = telemetry.one("invoke_agent agent-1")
+    assert dict(turn.attributes or {})["error.type"] == "TRANSPORT"
+    assert dict(chat.attributes or {})["error.type"] == "TRANSPORT"
+    assert chat.status.status_code is StatusCode.ERROR
+    assert telemetry.still_open() == []
