@@ -1,10 +1,12 @@
 """The turn activity: resume the session from the shared store, feed it its messages, run, summarise.
 
 One ``dsh.run_turn`` activity runs every turn the pending messages need, on the worker's harness
-(the full plugin set, anyio on the worker's asyncio loop). Resuming runs the store's crash repair
-first, so a turn retried after its worker died finds the in-flight tool call flagged
-``TOOL_OUTCOME_UNKNOWN``; the retried activity then runs one more turn so the model decides what
-to do about it. While the turn runs the activity heartbeats at least every second (so a cancel
+(the full plugin set, anyio on the worker's asyncio loop). After the turn the agent stays warm on
+this worker, and the workflow sends the session's next turn to this worker's own task queue, so a
+turn reloads the log only after a worker was lost (or the agent sat idle for ``WARM_IDLE``).
+A cold start resumes from the store, whose crash repair runs first: a turn retried after its
+worker died finds the in-flight tool call flagged ``TOOL_OUTCOME_UNKNOWN``, and the activity then
+runs one more turn so the model decides what to do about it. While the turn runs the activity heartbeats at least every second (so a cancel
 reaches it quickly) and, from the second second on, asks the workflow for messages that arrived
 meanwhile (steering reaches the running turn at its next step). It returns a small summary.
 """
@@ -47,6 +49,9 @@ logger = logging.getLogger("dsh.temporal")
 #: how often the running turn asks the workflow for messages that arrived meanwhile
 POLL_INTERVAL = 1.0
 
+#: a warm agent idle this long is disposed, releasing its session to any worker
+WARM_IDLE = 60.0
+
 #: the source of the prompt a retried turn sends so the model sees what the lost worker left
 RESUMED_SOURCE = {"kind": "plugin", "plugin": "temporal"}
 RESUMED_TEXT = (
@@ -70,12 +75,28 @@ def _feed(agent: Agent, message: PendingMessage) -> None:
         agent.send(content, message.source, id=message.id)
 
 
+class _Warm:
+    """An agent kept live after its turn, and since when it is idle."""
+
+    __slots__ = ("handle", "since")
+
+    def __init__(self, handle: AgentHandle, since: float) -> None:
+        self.handle = handle
+        self.since = since
+
+
 class TurnRunner:
     """Holds the worker's harness and client; ``run_turn`` is the registered activity."""
 
-    def __init__(self, ctx: Context, client: Client) -> None:
+    def __init__(
+        self, ctx: Context, client: Client, *, warm_queue: str | None = None, warm_idle: float = WARM_IDLE
+    ) -> None:
         self._ctx = ctx
         self._client = client
+        #: this worker's own task queue: a session's next turn comes there while its agent is warm
+        self.warm_queue = warm_queue
+        self._warm_idle = warm_idle
+        self._warm: dict[str, _Warm] = {}
 
     @activity.defn(name=RUN_TURN)
     async def run_turn(self, turn: TurnInput) -> TurnSummary:
@@ -99,9 +120,48 @@ class TurnRunner:
             return summary
 
     async def _run(self, turn: TurnInput, stop: _Stop) -> TurnSummary:
-        ctx = self._ctx
         spec = turn.spec
         info = activity.info()
+        warm = self._warm.pop(spec.session_id, None)
+        if warm is not None and warm.handle.agent.status != "disposed":
+            handle, cold = warm.handle, False  # this worker ran the last turn: no reload
+        else:
+            handle, cold = await self._open(turn), True
+        keep = False
+        try:
+            agent = handle.agent
+            start_seq = len(agent.session.events) - 1
+            lost = interrupted_turn(agent.session.events) if cold else None
+            fed: set[str] = set()
+            for message in turn.messages:
+                _feed(agent, message)
+                fed.add(message.id)
+            if lost is not None:  # the model decides what to do about the lost worker's turn
+                agent.send(RESUMED_TEXT, RESUMED_SOURCE, id=f"{info.workflow_id}/resumed-turn-{lost}")
+            await self._drive(handle, turn, fed, stop)
+            if not stop.hand_back:
+                await self._ctx.sessions.flush(agent.session)
+            keep = self.warm_queue is not None and not stop.hand_back and agent.status != "disposed"
+            events = agent.session.events
+            return TurnSummary(
+                last_seq=len(events) - 1,
+                logged=sorted(fed),
+                outcomes=outcomes_of(events, set(turn.awaited) & fed),
+                turns=turns_started(events, start_seq),
+                cwd=str(agent.session.meta.cwd or turn.cwd or os.getcwd()),
+                cancelled=stop.event.is_set(),
+                warm_queue=self.warm_queue if keep else None,
+            )
+        finally:
+            if keep:
+                self._warm[spec.session_id] = _Warm(handle, anyio.current_time())
+            else:
+                await handle.dispose()
+
+    async def _open(self, turn: TurnInput) -> AgentHandle:
+        """Resume the session from the store (its crash repair runs first), or create it."""
+        ctx = self._ctx
+        spec = turn.spec
         persistence = ctx.get_service("session_persistence")
         if persistence is None:
             msg = (
@@ -113,35 +173,32 @@ class TurnRunner:
             options = AgentOptions(**spec.agent_options)
         except (TypeError, ValueError) as exc:
             raise ApplicationError(f"agent_options: {exc}", type="ConfigError", non_retryable=True) from exc
+        handle: AgentHandle
         if await persistence.exists(spec.session_id):
             handle = await ctx.agents.resume(spec.session_id, agent_options=options, run_pending=True)
-        else:
-            cwd = turn.cwd or os.getcwd()
-            meta: dict[str, Any] = {"cwd": cwd, "extra": spec.meta} if spec.meta else {"cwd": cwd}
-            handle = await ctx.agents.create(spec.session_id, meta=meta, agent_options=options)
-        async with handle:
-            agent = handle.agent
-            start_seq = len(agent.session.events) - 1
-            lost = interrupted_turn(agent.session.events) if info.attempt > 1 else None
-            fed: set[str] = set()
-            for message in turn.messages:
-                _feed(agent, message)
-                fed.add(message.id)
-            if lost is not None:  # the model decides what to do about the lost worker's turn
-                agent.send(RESUMED_TEXT, RESUMED_SOURCE, id=f"{info.workflow_id}/resumed-turn-{lost}")
-            await self._drive(handle, turn, fed, stop)
-            if not stop.hand_back:
-                await ctx.sessions.flush(agent.session)
-            events = agent.session.events
-            stored_cwd = agent.session.meta.cwd
-            return TurnSummary(
-                last_seq=len(events) - 1,
-                logged=sorted(fed),
-                outcomes=outcomes_of(events, set(turn.awaited) & fed),
-                turns=turns_started(events, start_seq),
-                cwd=str(stored_cwd or turn.cwd or os.getcwd()),
-                cancelled=stop.event.is_set(),
-            )
+            return handle
+        cwd = turn.cwd or os.getcwd()
+        meta: dict[str, Any] = {"cwd": cwd, "extra": spec.meta} if spec.meta else {"cwd": cwd}
+        handle = await ctx.agents.create(spec.session_id, meta=meta, agent_options=options)
+        return handle
+
+    # ------------------------------------------------------------------ warm agents
+
+    async def evict_idle(self) -> None:
+        """Dispose warm agents idle for ``warm_idle`` seconds (their sessions are free again); forever."""
+        while True:
+            await anyio.sleep(self._warm_idle / 4)
+            now = anyio.current_time()
+            for session_id, warm in list(self._warm.items()):
+                if now - warm.since >= self._warm_idle and self._warm.get(session_id) is warm:
+                    del self._warm[session_id]
+                    await warm.handle.dispose()
+
+    async def close(self) -> None:
+        """Dispose every warm agent (the worker is stopping)."""
+        while self._warm:
+            _, warm = self._warm.popitem()
+            await warm.handle.dispose()
 
     async def _drive(self, handle: AgentHandle, turn: TurnInput, fed: set[str], stop: _Stop) -> None:
         """Wait for the agent to go idle while heartbeating, polling and listening for a cancel."""

@@ -13,13 +13,13 @@ import asyncio
 import logging
 import signal
 import sys
-from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-from dsh_core import ConfigError, Harness
+from dsh_core import ConfigError, Context, DshError, Harness
 
 from ._config import TemporalConfig
 from ._plugin import TemporalPlugin
@@ -31,7 +31,7 @@ help = "serve sessions hosted on Temporal (the task queue of [plugins.temporal])
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The worker's own options; ``--config``/``--set`` come from the CLI (or ``main``)."""
+    """The worker's own options; ``--config``/``--set`` come from ``dsh`` (or ``main``)."""
     parser.add_argument("--address", help="the Temporal frontend host:port (default: plugins.temporal.address)")
     parser.add_argument("--namespace", help="the Temporal namespace (default: plugins.temporal.namespace)")
     parser.add_argument("--task-queue", help="the task queue to serve (default: plugins.temporal.task_queue)")
@@ -43,13 +43,16 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     return {key: getattr(args, attr) for attr, key in names.items() if getattr(args, attr, None)}
 
 
-def _harness(args: argparse.Namespace, plugin: TemporalPlugin) -> Harness:
-    """The harness of the usual layers: the CLI's ``config`` (a mapping) or a ``--config`` file."""
-    config: Mapping[str, Any] | None = getattr(args, "harness_config", None)
-    path = getattr(args, "config", None)
-    if config is None and path is not None:
-        return Harness.from_file(Path(path), plugins=[plugin])
-    return Harness(config=dict(config or {}), plugins=[plugin])
+def _harness(args: argparse.Namespace, plugin: TemporalPlugin) -> AbstractAsyncContextManager[Context]:
+    """The harness of the usual configuration layers (through ``dsh_cli`` when it is installed)."""
+    try:
+        import dsh_cli
+    except ImportError:  # ``python -m dsh_temporal worker`` without the CLI: the --config file only
+        path = getattr(args, "config", None)
+        if path is not None:
+            return Harness.from_file(Path(path), plugins=[plugin])
+        return Harness(config={}, plugins=[plugin])
+    return dsh_cli.open_harness(dsh_cli.config_from_args(args), plugins=[plugin])
 
 
 async def _serve(args: argparse.Namespace) -> int:
@@ -95,14 +98,15 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         return asyncio.run(_serve(args))
-    except ConfigError as exc:
+    except DshError as exc:  # a configuration problem: one line, like every dsh command
         print(f"dsh worker: {exc}", file=sys.stderr)
-        return 2
+        return 3
 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m dsh_temporal worker [--config FILE] ...``: the command without the dsh CLI."""
     parser = argparse.ArgumentParser(prog="dsh worker", description=help)
     parser.add_argument("--config", help="a dsh.toml to read the harness configuration from")
+    parser.add_argument("--set", dest="assignments", action="append", default=[], metavar="KEY=VALUE")
     add_arguments(parser)
     return run(parser.parse_args(argv))

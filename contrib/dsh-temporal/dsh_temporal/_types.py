@@ -77,6 +77,8 @@ class SessionState:
     withdrawn: list[str] = field(default_factory=list)
     #: set once the first turn resolved it (``SessionSpec.cwd`` or the first worker's)
     cwd: str | None = None
+    #: the task queue of the worker holding the session's agent warm (None: any worker)
+    warm_queue: str | None = None
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,8 @@ class TurnSummary:
     turns: int
     cwd: str
     cancelled: bool = False
+    #: the task queue of the worker that keeps the agent warm for the next turn (None: none does)
+    warm_queue: str | None = None
 
 
 @dataclass(frozen=True)

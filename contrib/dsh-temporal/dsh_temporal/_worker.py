@@ -11,9 +11,10 @@ asyncio, so a worker (and the harness inside it) runs on asyncio.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Callable
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from temporalio.client import Client
@@ -73,22 +74,34 @@ async def serve(
     if client is None:
         client = await Client.connect(config.address, namespace=config.namespace)
     settings = worker_settings(config)
-    runner = TurnRunner(ctx, client)
-    worker = Worker(
+    warm_queue = f"{config.task_queue}/warm/{uuid.uuid4().hex}"
+    runner = TurnRunner(ctx, client, warm_queue=warm_queue)
+    options: dict[str, Any] = {
+        "identity": identity,
+        "max_heartbeat_throttle_interval": settings.max_heartbeat_throttle_interval,
+        "default_heartbeat_throttle_interval": settings.default_heartbeat_throttle_interval,
+        "graceful_shutdown_timeout": settings.graceful_shutdown_timeout,
+    }
+    shared = Worker(
         client,
         task_queue=config.task_queue,
         workflows=[SessionWorkflow],
         activities=[runner.run_turn],
         workflow_runner=_sandbox(),
-        identity=identity,
         sticky_queue_schedule_to_start_timeout=settings.sticky_queue_schedule_to_start_timeout,
-        max_heartbeat_throttle_interval=settings.max_heartbeat_throttle_interval,
-        default_heartbeat_throttle_interval=settings.default_heartbeat_throttle_interval,
-        graceful_shutdown_timeout=settings.graceful_shutdown_timeout,
+        **options,
     )
-    async with worker:
-        logger.info("dsh worker serving task queue %r at %s", config.task_queue, config.address)
-        if on_ready is not None:
-            on_ready()
-        await stop.wait()
-        logger.info("dsh worker stopping: no new work; a running turn gets %ss", config.heartbeat_timeout)
+    # This worker's own queue: the next turn of a session whose agent it keeps warm comes here.
+    own = Worker(client, task_queue=warm_queue, activities=[runner.run_turn], **options)
+    try:
+        async with shared, own, anyio.create_task_group() as tg:
+            tg.start_soon(runner.evict_idle)
+            logger.info("dsh worker serving task queue %r at %s", config.task_queue, config.address)
+            if on_ready is not None:
+                on_ready()
+            await stop.wait()
+            logger.info("dsh worker stopping: no new work; a running turn gets %ss", config.heartbeat_timeout)
+            tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await runner.close()

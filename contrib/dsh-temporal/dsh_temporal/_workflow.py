@@ -1,7 +1,9 @@
 """The session workflow: one per session, the engine-side owner that schedules its turns.
 
 It holds only small state (``SessionState``): the sends the log does not have yet, whether a turn
-runs, the last committed seq. Each turn is one ``dsh.run_turn`` activity on any worker. ``send``,
+runs, the last committed seq, which worker keeps the agent warm. Each turn is one ``dsh.run_turn``
+activity: on the warm worker's own task queue when there is one (falling back to any worker on
+the shared queue when it does not take the turn within ``warm_start_timeout``), else on any worker. ``send``,
 ``steer`` and ``run`` are Updates whose validator refuses malformed content before the engine
 accepts it; ``cancel`` is a Signal that cancels the running activity; ``status`` is a Query. The
 workflow continues as new when its history grows, carrying its state.
@@ -14,7 +16,8 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, TimeoutType
+from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
 with workflow.unsafe.imports_passed_through():
     from dsh_core import UserMessage
@@ -49,6 +52,16 @@ def turn_retry_policy() -> RetryPolicy:
         maximum_interval=timedelta(seconds=5),
         non_retryable_error_types=["ConfigError", "SessionCorruptError", "SessionFormatError"],
     )
+
+
+def warm_start_timeout(heartbeat_timeout: float) -> timedelta:
+    """How long a turn waits for the warm worker before any worker takes it (a live worker polls)."""
+    return timedelta(seconds=min(2.0, heartbeat_timeout))
+
+
+def _not_started(error: ActivityError) -> bool:
+    cause = error.cause
+    return isinstance(cause, TemporalTimeoutError) and cause.type == TimeoutType.SCHEDULE_TO_START
 
 
 def workflow_task_timeout(heartbeat_timeout: float) -> timedelta:
@@ -111,28 +124,39 @@ class SessionWorkflow:
     async def _run_turn(self) -> None:
         state = self._state
         batch = list(state.pending)
+        warm = state.warm_queue
         self._running = True
         self._turn = workflow.start_activity(
             RUN_TURN,
             TurnInput(self._spec, batch, sorted(self._awaited), state.cwd),
             result_type=TurnSummary,
+            task_queue=warm,  # None: the workflow's own (shared) task queue
+            # On the warm worker's queue: if it does not take the turn at once, it is gone.
+            schedule_to_start_timeout=None if warm is None else warm_start_timeout(self._spec.heartbeat_timeout),
             start_to_close_timeout=TURN_START_TO_CLOSE,
             heartbeat_timeout=timedelta(seconds=self._spec.heartbeat_timeout),
             retry_policy=turn_retry_policy(),
             cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
         )
+        summary: TurnSummary | None = None
+        fall_back = False
         try:
             summary = await self._turn
-        except ActivityError:
-            # Cancelled (cancel() dropped the pending sends already) or failed for good: the
-            # batch is not retried forever; anyone waiting on it hears that the turn ended.
-            self._finish_batch([message.id for message in batch], {"kind": "aborted"})
-            summary = None
+        except ActivityError as error:
+            if warm is not None and _not_started(error):
+                fall_back = True  # the warm worker is gone: any worker resumes the session cold
+            else:
+                # Cancelled (cancel() dropped the pending sends already) or failed for good: the
+                # batch is not retried forever; anyone waiting on it hears that the turn ended.
+                self._finish_batch([message.id for message in batch], {"kind": "aborted"})
         finally:
             self._turn = None
             self._running = False
+        state.warm_queue = None
         if summary is not None:
             self._absorb(summary)
+        elif fall_back and state.pending and not self._closing:
+            await self._run_turn()
 
     def _absorb(self, summary: TurnSummary) -> None:
         state = self._state
@@ -141,6 +165,7 @@ class SessionWorkflow:
         state.last_seq = max(state.last_seq, summary.last_seq)
         state.turns_run += summary.turns
         state.cwd = state.cwd or summary.cwd
+        state.warm_queue = summary.warm_queue
         for ident, outcome in summary.outcomes.items():
             if ident in self._awaited:
                 state.outcomes[ident] = outcome

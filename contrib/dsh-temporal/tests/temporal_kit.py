@@ -91,17 +91,23 @@ class WorkerProcess:
 class Cluster:
     """What the worker processes share: the dev server, a task queue and a JSONL store root."""
 
-    def __init__(self, address: str, tmp: Path, *, task_queue: str) -> None:
+    def __init__(
+        self, address: str, tmp: Path, *, task_queue: str, store: Mapping[str, Mapping[str, Any]] | None = None
+    ) -> None:
         self.address = address
         self.task_queue = task_queue
         self.root = tmp / "sessions"
+        #: the shared store's plugin table (default: persistence-jsonl on ``root``)
+        self.store = {name: dict(table) for name, table in (store or {}).items()} or {
+            "persistence-jsonl": {"root": str(self.root), "batch_delay": 0.02}
+        }
         self.tmp = tmp
         self._count = 0
 
     def config_file(self, extra: Mapping[str, Mapping[str, Any]] | None = None) -> Path:
         """A dsh.toml for the workers: the shared store, this task queue, a short heartbeat timeout."""
         tables: dict[str, dict[str, Any]] = {
-            "persistence-jsonl": {"root": str(self.root), "batch_delay": 0.02},
+            **{name: dict(table) for name, table in self.store.items()},
             "temporal-testkit": {"enabled": True},
             "temporal": {"address": self.address, "task_queue": self.task_queue, "heartbeat_timeout": HEARTBEAT},
         }
@@ -125,7 +131,7 @@ class Cluster:
         config = self.config_file(extra)
         env = {key: value for key, value in os.environ.items() if not key.endswith("_API_KEY")}
         env["HOME"] = str(self.tmp)
-        command = [sys.executable, "-m", "dsh_temporal", "worker", "--config", str(config)]
+        command = [str(Path(sys.executable).with_name("dsh")), "worker", "--config", str(config)]
         process = await anyio.open_process(
             command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=self.tmp, env=env
         )
@@ -148,7 +154,7 @@ class Cluster:
             address=self.address,
             task_queue=self.task_queue,
             heartbeat_timeout=HEARTBEAT,
-            persistence={"persistence-jsonl": {"root": str(self.root)}},
+            persistence=self.store,
         )
 
 

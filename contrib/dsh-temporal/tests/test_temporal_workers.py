@@ -39,6 +39,27 @@ async def test_a_remote_turn_end_to_end(cluster: Cluster) -> None:
     assert (status.running, status.pending, status.last_seq) == (False, 0, events[-1].seq)
 
 
+async def test_the_worker_that_ran_the_last_turn_keeps_the_agent_warm(cluster: Cluster) -> None:
+    """Later turns go to the worker holding the agent: the log is loaded once, not per turn; when
+    that worker is gone, another resumes the session from the store."""
+    async with cluster.agents() as agents, AsyncExitStack() as workers:
+        first = await workers.enter_async_context(cluster.worker())
+        second = await workers.enter_async_context(cluster.worker())
+        session = await agents.create("warm", agent_options=MODEL)
+        texts = [(await session.run(f"say:turn {n}")).text for n in range(3)]
+        opened = [line for line in first.lines + second.lines if line.startswith("SESSION-START warm")]
+        holder, other = (first, second) if any(line.startswith("SESSION-START warm") for line in first.lines) else (second, first)
+        holder.terminate()
+        with anyio.fail_after(30):
+            await holder.process.wait()
+        after = await session.run("say:after the warm worker left")
+        reopened = [line for line in other.lines if line.startswith("SESSION-START warm")]
+    assert texts == ["turn 0", "turn 1", "turn 2"]
+    assert opened == ["SESSION-START warm startup"]  # three turns, one open
+    assert after.text == "after the warm worker left"
+    assert reopened == ["SESSION-START warm resume"]
+
+
 async def test_a_second_create_of_a_live_id_is_refused(cluster: Cluster) -> None:
     async with cluster.agents() as agents:
         await agents.create("twice", agent_options=MODEL)

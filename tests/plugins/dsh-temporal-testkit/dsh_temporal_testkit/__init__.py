@@ -8,6 +8,8 @@ session alike however many turns it saw before (a ``ScriptedModel`` plays each r
 - ``say:TEXT`` answers ``TEXT``; a prompt from the ``temporal`` plugin answers ``resumed``;
 - anything else answers ``echo: <prompt>``.
 
+It prints ``SESSION-START <id> <startup|resume>`` whenever the worker opens a session.
+
 Tools: ``hold`` makes the log durable, prints ``HOLDING <session id>`` on stdout and waits until
 cancelled (a test kills or cancels the worker then); ``wait_for_steer`` prints ``WAITING <session
 id>`` and returns once steering was queued; ``echo`` returns its text.
@@ -85,6 +87,8 @@ class KitConfig:
     """``[plugins.temporal-testkit]``: inert unless ``enabled`` (every test venv installs it)."""
 
     enabled: bool = False
+    #: print ``SESSION-START`` lines (off for benchmarks)
+    announce: bool = True
 
 
 class KitPlugin:
@@ -97,6 +101,7 @@ class KitPlugin:
     def __init__(self) -> None:
         #: per session: set once steering for it was queued
         self._steered: dict[str, anyio.Event] = {}
+        self._announce = False
 
     def _steered_event(self, session_id: str) -> anyio.Event:
         return self._steered.setdefault(session_id, anyio.Event())
@@ -106,9 +111,16 @@ class KitPlugin:
         if event.type == "inbox/queued" and event.data["kind"] == "steer":
             self._steered_event(session.id).set()
 
+    @hookimpl
+    def dsh_agent_session_start(self, agent: Any, source: str) -> None:
+        """Say when a worker opens a session (``startup``: created, ``resume``: loaded from the store)."""
+        if self._announce:
+            print(f"SESSION-START {agent.id} {source}", flush=True)
+
     def start(self, ctx: Context) -> None:
         if not (isinstance(ctx.config, KitConfig) and ctx.config.enabled):
             return
+        self._announce = ctx.config.announce
         ctx.llm.register_adapter("scripted", FollowingModel())
         ctx.tools.register(hold)
         ctx.tools.register(echo)
