@@ -23,15 +23,14 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any
 
 from dsh_persistence_jsonl import PersistencePlugin
+from dsh_temporal import TemporalAgents
+from dsh_temporal.testing import DevServer
 from dsh_temporal_testkit import KitPlugin
 from temporalio.api.enums.v1 import EventType
 
 from dsh_core import AgentOptions, Harness
-from dsh_temporal import TemporalAgents
-from dsh_temporal.testing import DevServer
 
 MODEL = AgentOptions(model="scripted/follow")
 TURNS = 30

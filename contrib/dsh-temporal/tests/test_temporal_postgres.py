@@ -10,7 +10,6 @@ from typing import Any
 
 import anyio
 import pytest
-
 from dsh_temporal.testing import DevServer
 
 from .temporal_kit import HEARTBEAT, MODEL, Cluster, log_until, of
