@@ -17,6 +17,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import attrs
 from temporalio.client import Client
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
@@ -37,20 +38,26 @@ logger = logging.getLogger("dsh.temporal")
 PASSTHROUGH = ("dsh_core", "dsh_agent_loop", "dsh_temporal", "attrs", "cattrs", "anyio", "sniffio")
 
 
+@attrs.frozen
 class WorkerSettings:
-    """The Temporal worker options a dsh worker uses, derived from its config."""
+    """The Temporal worker options a dsh worker uses (see ``worker_settings``)."""
 
-    def __init__(self, config: TemporalConfig) -> None:
-        hb = config.heartbeat_timeout
-        self.sticky_queue_schedule_to_start_timeout = timedelta(seconds=min(2.0, hb))
-        self.max_heartbeat_throttle_interval = timedelta(seconds=min(1.0, hb / 3))
-        self.default_heartbeat_throttle_interval = self.max_heartbeat_throttle_interval
-        self.graceful_shutdown_timeout = timedelta(seconds=hb)
+    sticky_queue_schedule_to_start_timeout: timedelta
+    max_heartbeat_throttle_interval: timedelta
+    default_heartbeat_throttle_interval: timedelta
+    graceful_shutdown_timeout: timedelta
 
 
 def worker_settings(config: TemporalConfig) -> WorkerSettings:
-    """The worker options for ``config`` (SPEC §9.7 bounds)."""
-    return WorkerSettings(config)
+    """The worker options for ``config``, within SPEC §9.7's bounds."""
+    heartbeat = config.heartbeat_timeout
+    throttle = timedelta(seconds=min(1.0, heartbeat / 3))
+    return WorkerSettings(
+        sticky_queue_schedule_to_start_timeout=timedelta(seconds=min(2.0, heartbeat)),
+        max_heartbeat_throttle_interval=throttle,
+        default_heartbeat_throttle_interval=throttle,
+        graceful_shutdown_timeout=timedelta(seconds=heartbeat),
+    )
 
 
 def _sandbox() -> SandboxedWorkflowRunner:
