@@ -16,7 +16,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, TimeoutType
+from temporalio.exceptions import ActivityError, CancelledError, TimeoutType
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
 with workflow.unsafe.imports_passed_through():
@@ -146,9 +146,10 @@ class SessionWorkflow:
             if warm is not None and _not_started(error):
                 fall_back = True  # the warm worker is gone: any worker resumes the session cold
             else:
-                # Cancelled (cancel() dropped the pending sends already) or failed for good: the
-                # batch is not retried forever; anyone waiting on it hears that the turn ended.
-                self._finish_batch([message.id for message in batch], {"kind": "aborted"})
+                # Cancelled (cancel() dropped the pending sends already) or failed for good (the
+                # retry policy gave up, or a worker's configuration is wrong): the batch is dropped,
+                # not retried forever, and anyone waiting on it hears how the turn ended.
+                self._drop_failed(batch, error)
         finally:
             self._turn = None
             self._running = False
@@ -157,6 +158,17 @@ class SessionWorkflow:
             self._absorb(summary)
         elif fall_back and state.pending and not self._closing:
             await self._run_turn()
+
+    def _drop_failed(self, batch: list[PendingMessage], error: ActivityError) -> None:
+        ids = {message.id for message in batch}
+        self._state.pending = [message for message in self._state.pending if message.id not in ids]
+        cause = error.cause
+        if isinstance(cause, CancelledError):
+            reason: dict[str, Any] = {"kind": "aborted"}
+        else:
+            text = getattr(cause, "message", None) or str(cause or error)
+            reason = {"kind": "error", "failure": {"message": f"the turn failed on the worker: {text}", "code": "UNKNOWN"}}
+        self._finish_batch(sorted(ids), reason)
 
     def _absorb(self, summary: TurnSummary) -> None:
         state = self._state

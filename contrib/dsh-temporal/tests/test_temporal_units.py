@@ -130,3 +130,28 @@ async def test_continue_as_new_keeps_the_session_going(cluster: Cluster, monkeyp
     assert texts == [f"turn {n}" for n in range(4)]
     assert status.turns_run == 4
     assert last.text == "after the rollover"
+
+
+async def test_a_turn_that_fails_for_good_is_reported_not_retried_forever(cluster: Cluster) -> None:
+    """A worker without a session store fails the turn non-retryably: run() says so, nothing stays pending."""
+    plugin = TemporalPlugin(serving=True)
+    config = {
+        "plugins": {
+            "temporal-testkit": {"enabled": True, "announce": False},
+            "temporal": {"address": cluster.address, "task_queue": cluster.task_queue, "heartbeat_timeout": HEARTBEAT},
+        }
+    }
+    async with cluster.agents() as agents, Harness(config=config, plugins=[KitPlugin(), plugin], autoload=False) as ctx:
+        stop, ready = anyio.Event(), anyio.Event()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: serve(ctx, plugin.config, stop, on_ready=ready.set))
+            await ready.wait()
+            session = await agents.create("no-store", agent_options=MODEL)
+            with anyio.fail_after(30):
+                outcome = await session.run("say:never")
+                await session.when_idle()
+            status = await session.status()
+            stop.set()
+    assert outcome.kind == "error"
+    assert "session store" in outcome.reason["failure"]["message"]
+    assert (status.pending, status.running) == (0, False)
