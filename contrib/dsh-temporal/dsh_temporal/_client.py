@@ -1,0 +1,345 @@
+"""``TemporalAgents``: the client of sessions hosted on Temporal, with the verbs of a local agent.
+
+``create`` starts a session's workflow (``dsh-session/<id>``; a second create of a live id is
+refused), ``get`` finds one. A ``RemoteSession`` sends and steers through Updates (each returns once
+the engine accepted the message; the returned id is the Update's id), cancels through a Signal,
+asks its status through a Query, and tails the session log from the shared store with
+``events()``. Temporal's SDK is asyncio-only, so this client runs on asyncio.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+import anyio
+import anyio.lowlevel
+from temporalio.client import (
+    Client,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
+)
+from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError
+
+from dsh_core import (
+    AgentOptions,
+    AssistantMessage,
+    DshError,
+    DuplicateRegistrationError,
+    Image,
+    SessionEvent,
+    Text,
+    TurnOutcome,
+    UserMessage,
+)
+
+from ._config import TemporalConfig
+from ._store_reader import StoreReader
+from ._types import MessageKind, PendingMessage, SessionSpec, SessionStatus, StartInput, workflow_id
+from ._workflow import SessionWorkflow, workflow_task_timeout
+
+__all__ = ["RemoteSession", "SessionNotFoundError", "TemporalAgents", "TemporalError"]
+
+_T = TypeVar("_T")
+
+#: how often ``events()`` looks at the store for new events
+TAIL_INTERVAL = 0.1
+
+
+class TemporalError(DshError, RuntimeError):
+    """The engine refused a request (the message names the session and the engine's reason)."""
+
+
+class SessionNotFoundError(TemporalError, LookupError):
+    """No live workflow hosts that session."""
+
+
+def _content_json(content: str | Sequence[Text | Image], source: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """Check content like a local send does (TypeError/ValueError) and give its blocks as JSON."""
+    message = UserMessage(content=content) if source is None else UserMessage(content=content, source=source)
+    return [block.to_json() for block in message.content]
+
+
+class TemporalAgents:
+    """Sessions on Temporal: ``async with TemporalAgents.connect(...) as agents:``.
+
+    ``persistence`` names the shared store's plugin configuration (for example
+    ``{"persistence-jsonl": {"root": "/srv/sessions"}}``); ``events()`` reads the log there.
+    """
+
+    def __init__(
+        self,
+        *,
+        address: str = "127.0.0.1:7233",
+        namespace: str = "default",
+        task_queue: str = "dsh",
+        heartbeat_timeout: float = 10.0,
+        persistence: Mapping[str, Mapping[str, Any]] | None = None,
+        client: Client | None = None,
+    ) -> None:
+        self.config = TemporalConfig(
+            address=address, namespace=namespace, task_queue=task_queue, heartbeat_timeout=heartbeat_timeout
+        )
+        self._persistence = None if persistence is None else {k: dict(v) for k, v in persistence.items()}
+        self._client = client
+        self._reader: StoreReader | None = None
+        self._entered = False
+
+    @classmethod
+    def connect(
+        cls,
+        *,
+        address: str = "127.0.0.1:7233",
+        namespace: str = "default",
+        task_queue: str = "dsh",
+        heartbeat_timeout: float = 10.0,
+        persistence: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> TemporalAgents:
+        """A client to enter with ``async with``; it connects on entry and closes the store on exit."""
+        return cls(
+            address=address,
+            namespace=namespace,
+            task_queue=task_queue,
+            heartbeat_timeout=heartbeat_timeout,
+            persistence=persistence,
+        )
+
+    async def __aenter__(self) -> Self:
+        if self._entered:
+            msg = "this TemporalAgents is already open; connect() a new one"
+            raise RuntimeError(msg)
+        self._entered = True
+        if self._client is None:
+            self._client = await Client.connect(self.config.address, namespace=self.config.namespace)
+        if self._persistence is not None:
+            self._reader = StoreReader(self._persistence)
+            await self._reader.open()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._reader is not None:
+            await self._reader.close()
+            self._reader = None
+
+    @property
+    def client(self) -> Client:
+        if self._client is None:
+            msg = "TemporalAgents is not connected: use `async with TemporalAgents.connect(...) as agents`"
+            raise RuntimeError(msg)
+        return self._client
+
+    async def create(
+        self,
+        session_id: str,
+        *,
+        agent_options: AgentOptions | None = None,
+        cwd: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> RemoteSession:
+        """Start the session's workflow; its ``heartbeat_timeout`` and ``cwd`` are fixed now.
+
+        :raises DuplicateRegistrationError: a workflow for that session id exists.
+        """
+        if not isinstance(session_id, str) or not session_id:
+            msg = f"session_id must be a non-empty str, got {session_id!r}"
+            raise (TypeError if not isinstance(session_id, str) else ValueError)(msg)
+        if agent_options is not None and not isinstance(agent_options, AgentOptions):
+            msg = f"agent_options must be an AgentOptions or None, got {type(agent_options).__name__}"
+            raise TypeError(msg)
+        options = agent_options or AgentOptions()
+        spec = SessionSpec(
+            session_id=session_id,
+            agent_options={
+                key: value
+                for key, value in (
+                    ("model", options.model),
+                    ("max_tokens", options.max_tokens),
+                    ("temperature", options.temperature),
+                )
+                if value is not None
+            },
+            cwd=cwd,
+            heartbeat_timeout=self.config.heartbeat_timeout,
+            meta=dict(meta or {}),
+        )
+        try:
+            handle = await self.client.start_workflow(
+                SessionWorkflow.run,
+                StartInput(spec),
+                id=workflow_id(session_id),
+                task_queue=self.config.task_queue,
+                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                # A workflow task handed to a worker that dies moves on after this, not 10 s.
+                task_timeout=workflow_task_timeout(self.config.heartbeat_timeout),
+            )
+        except WorkflowAlreadyStartedError as exc:
+            msg = (
+                f"session {session_id!r} already exists on Temporal (workflow {workflow_id(session_id)!r}); "
+                "use agents.get(session_id) to continue it, or pick another id"
+            )
+            raise DuplicateRegistrationError(msg) from exc
+        return RemoteSession(self, session_id, handle)
+
+    async def get(self, session_id: str) -> RemoteSession:
+        """The live session ``session_id``.
+
+        :raises SessionNotFoundError: no running workflow hosts it.
+        """
+        handle = self.client.get_workflow_handle(workflow_id(session_id))
+        try:
+            description = await handle.describe()
+        except RPCError as exc:
+            msg = f"no session {session_id!r} on Temporal (workflow {workflow_id(session_id)!r}): {exc.message}"
+            raise SessionNotFoundError(msg) from exc
+        if description.status is None or description.status.name != "RUNNING":
+            status = "unknown" if description.status is None else description.status.name.lower()
+            msg = f"session {session_id!r} is not live on Temporal (its workflow is {status})"
+            raise SessionNotFoundError(msg)
+        return RemoteSession(self, session_id, self.client.get_workflow_handle(workflow_id(session_id)))
+
+    @property
+    def reader(self) -> StoreReader | None:
+        return self._reader
+
+
+class RemoteSession:
+    """One session hosted on Temporal; made by ``TemporalAgents.create`` or ``get``."""
+
+    def __init__(self, agents: TemporalAgents, session_id: str, handle: WorkflowHandle[Any, Any]) -> None:
+        self._agents = agents
+        self._handle = handle
+        self.id = session_id
+
+    async def send(
+        self,
+        content: str | Sequence[Text | Image],
+        source: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109 - SPEC §9.7 names it; a cancel scope alone cannot withdraw
+    ) -> str:
+        """Queue a prompt; returns its id once the engine accepted it.
+
+        With no worker running this waits until one accepts it; past ``timeout`` seconds it raises
+        ``TimeoutError`` and the message is not queued.
+        """
+        return await self._message("send", content, source, timeout)
+
+    async def steer(
+        self,
+        content: str | Sequence[Text | Image],
+        source: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109 - SPEC §9.7 names it; a cancel scope alone cannot withdraw
+    ) -> str:
+        """Steer the running turn at its next step (idle: like ``send``); returns the id."""
+        return await self._message("steer", content, source or {"kind": "steering"}, timeout)
+
+    async def run(self, content: str | Sequence[Text | Image], source: Mapping[str, Any] | None = None) -> TurnOutcome:
+        """Send a prompt and wait for the turn that consumes it; returns how that turn ended."""
+        message = PendingMessage("", "send", _content_json(content, source), None if source is None else dict(source))
+        outcome = await self._update("run", message, uuid.uuid4().hex, None)
+        raw = outcome.get("message")
+        last = None if raw is None else AssistantMessage.from_json(raw, field="outcome.message")
+        return TurnOutcome(outcome["reason"], last)
+
+    async def cancel(self) -> None:
+        """Stop the running turn (it ends ``aborted``) and drop what is pending."""
+        await self._handle.signal(SessionWorkflow.cancel)
+
+    async def when_idle(self) -> None:
+        """Return once nothing runs or waits to run."""
+        await _cancellable(self._handle.execute_update("wait_idle", id=uuid.uuid4().hex, result_type=int))
+
+    async def status(self) -> SessionStatus:
+        """Whether a turn runs, how many messages wait, the last committed seq."""
+        return await self._handle.query(SessionWorkflow.status)
+
+    async def close(self) -> None:
+        """End the session's workflow after its running turn (the log stays in the store)."""
+        await self._handle.signal(SessionWorkflow.close)
+
+    async def events(self, after_seq: int = -1) -> AsyncIterator[SessionEvent]:
+        """The session's log from the shared store after ``after_seq``, then live ones, until you stop.
+
+        A session with no event yet waits for its first one.
+
+        :raises TemporalError: the client was connected without ``persistence``.
+        """
+        reader = self._agents.reader
+        if reader is None:
+            msg = (
+                "events() reads the session log from the shared store: connect with "
+                "persistence={'persistence-jsonl': {...}} (or the backend the workers use)"
+            )
+            raise TemporalError(msg)
+        last = after_seq
+        while True:
+            for event in await reader.read_after(self.id, last):
+                last = event.seq
+                yield event
+            await anyio.sleep(TAIL_INTERVAL)
+
+    # ------------------------------------------------------------------ plumbing
+
+    async def _message(
+        self,
+        kind: MessageKind,
+        content: Any,
+        source: Mapping[str, Any] | None,
+        timeout: float | None,  # noqa: ASYNC109 - see send()
+    ) -> str:
+        message = PendingMessage("", kind, _content_json(content, source), None if source is None else dict(source))
+        ident = uuid.uuid4().hex
+        result = await self._update("send", message, ident, timeout)
+        return str(result)
+
+    async def _update(
+        self,
+        name: str,
+        message: PendingMessage,
+        ident: str,
+        timeout: float | None,  # noqa: ASYNC109 - see send()
+    ) -> Any:
+        deadline = anyio.current_time() + timeout if timeout is not None else math.inf
+        with anyio.CancelScope(deadline=deadline) as scope:
+            try:
+                return await _cancellable(self._handle.execute_update(name, message, id=ident))
+            except WorkflowUpdateRPCTimeoutOrCancelledError:
+                if not scope.cancel_called:  # the RPC gave up: not our deadline
+                    raise
+            except WorkflowUpdateFailedError as exc:
+                cause = exc.cause
+                text = getattr(cause, "message", None) or str(cause or exc)
+                msg = f"session {self.id!r} refused the {name}: {text}"
+                raise ValueError(msg) from exc
+            except RPCError as exc:
+                msg = f"session {self.id!r}: the engine refused the {name}: {exc.message}"
+                raise TemporalError(msg) from exc
+        # Not accepted in time: withdraw it, so a worker arriving later never queues it.
+        with anyio.move_on_after(10, shield=True):
+            await self._handle.signal(SessionWorkflow.withdraw, ident)
+        msg = f"session {self.id!r}: no worker accepted the {name} within {timeout}s; it was not queued"
+        raise TimeoutError(msg)
+
+
+async def _cancellable(update: Awaitable[_T]) -> _T:
+    """Await an update call; a cancel stays a cancel.
+
+    The SDK turns the cancellation of a waiting update call into its own
+    ``WorkflowUpdateRPCTimeoutOrCancelledError``; a checkpoint re-raises the pending cancel, so
+    the caller's cancel scopes (``fail_after``, ``move_on_after``) work as usual.
+    """
+    try:
+        return await update
+    except WorkflowUpdateRPCTimeoutOrCancelledError:
+        await anyio.lowlevel.checkpoint()
+        raise

@@ -1,0 +1,128 @@
+"""The small values that cross the engine: workflow input, pending messages, turn input and summary.
+
+They are dataclasses, not attrs classes, because Temporal's data converter serialises dataclasses
+(and plain JSON) natively. Each one is small by design: the session log stays the single source of
+truth, so no streamed chunk and no message list ever enters the workflow's history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+__all__ = [
+    "MessageKind",
+    "PendingMessage",
+    "SessionSpec",
+    "SessionState",
+    "SessionStatus",
+    "StartInput",
+    "TurnInput",
+    "TurnSummary",
+    "workflow_id",
+]
+
+MessageKind: TypeAlias = Literal["send", "steer"]
+
+#: the prefix of every session's workflow id: ``dsh-session/<session id>``
+WORKFLOW_ID_PREFIX = "dsh-session/"
+
+
+def workflow_id(session_id: str) -> str:
+    """The workflow id of a session: its single owner across every worker and host."""
+    return f"{WORKFLOW_ID_PREFIX}{session_id}"
+
+
+@dataclass(frozen=True)
+class PendingMessage:
+    """A send or steer the engine accepted and the session log does not have yet.
+
+    ``id`` is the Update's id; the turn activity logs the message under it (``inbox/queued``), so
+    a retried activity never queues it twice.
+    """
+
+    id: str
+    kind: MessageKind
+    #: the content blocks as JSON (``Text``/``Image`` ``to_json()``)
+    content: list[dict[str, Any]]
+    source: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class SessionSpec:
+    """What is fixed when a session is created, so every worker treats it alike (SPEC §9.7)."""
+
+    session_id: str
+    #: ``AgentOptions`` fields: model, max_tokens, temperature
+    agent_options: dict[str, Any] = field(default_factory=dict)
+    #: the session's working directory; ``None``: the first worker's working directory
+    cwd: str | None = None
+    #: seconds without a heartbeat after which a turn is handed to another worker
+    heartbeat_timeout: float = 10.0
+    #: free JSON stored with the log at its first turn (the session meta's ``extra``)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SessionState:
+    """The workflow's whole state, carried over continue-as-new."""
+
+    pending: list[PendingMessage] = field(default_factory=list)
+    #: the seq of the last event the log committed (-1: none yet)
+    last_seq: int = -1
+    turns_run: int = 0
+    #: outcomes (``{"reason": ..., "message": ...}``) of ``run`` updates not yet collected
+    outcomes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: ids withdrawn by a client whose send timed out: never queued
+    withdrawn: list[str] = field(default_factory=list)
+    #: set once the first turn resolved it (``SessionSpec.cwd`` or the first worker's)
+    cwd: str | None = None
+    #: the task queue of the worker holding the session's agent warm (None: any worker)
+    warm_queue: str | None = None
+
+
+@dataclass(frozen=True)
+class StartInput:
+    """The workflow's input: the session's spec and, after continue-as-new, its state."""
+
+    spec: SessionSpec
+    state: SessionState | None = None
+
+
+@dataclass(frozen=True)
+class TurnInput:
+    """One turn activity's input: the session and the messages to feed it."""
+
+    spec: SessionSpec
+    messages: list[PendingMessage]
+    #: the ids whose outcome a ``run`` update waits for (only those carry the final message back)
+    awaited: list[str] = field(default_factory=list)
+    cwd: str | None = None
+
+
+@dataclass(frozen=True)
+class TurnSummary:
+    """What a turn activity returns: small, whatever the turn did."""
+
+    last_seq: int
+    #: ids now in the log (queued, consumed or cleared there): the workflow drops them
+    logged: list[str]
+    #: outcomes of the awaited ids that a turn consumed
+    outcomes: dict[str, dict[str, Any]]
+    turns: int
+    cwd: str
+    cancelled: bool = False
+    #: the task queue of the worker that keeps the agent warm for the next turn (None: none does)
+    warm_queue: str | None = None
+
+
+@dataclass(frozen=True)
+class SessionStatus:
+    """What the ``status`` query answers."""
+
+    session_id: str
+    running: bool
+    pending: int
+    last_seq: int
+    turns_run: int
+    closed: bool
