@@ -248,7 +248,8 @@ async def test_prepare_refuses_bad_input(
 async def test_seed_becomes_the_first_events_and_is_not_published(recorded: tuple[Context, Recorder]) -> None:
     """Seed pairs and events are copied in, checked, numbered from 0; enter publishes none of them."""
     ctx, recorder = recorded
-    seed = [("turn/start", {"turn": 1}), ("user/message", user("hello")), ("turn/end", {"turn": 1})]
+    end = {"turn": 1, "reason": {"kind": "completed"}}
+    seed = [("turn/start", {"turn": 1}), ("user/message", user("hello")), ("turn/end", end)]
     session = await ctx.sessions.create("seeded", seed=seed)
     assert [event.type for event in session.events] == ["turn/start", "user/message", "turn/end"]
     assert [event.seq for event in session.events] == [0, 1, 2]
@@ -483,7 +484,7 @@ async def test_every_model_visible_type_joins_the_surface(dsh_ctx: Context) -> N
     """user, context and steering messages, assistant messages and tool results are surface entries."""
     session = await dsh_ctx.sessions.create("s")
     session.append("user/message", user("u"))
-    session.append("assistant/chunk", {"turn": 1, "step": 1, "chunk": {}})
+    session.append("assistant/chunk", {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "a"}})
     session.append("context/message", user("c", "context"))
     session.append("assistant/message", assistant("a"))
     session.append("tool/result", {"message": ToolResultMessage("id", "t").to_json()})
@@ -597,7 +598,7 @@ async def test_turn_bookkeeping(dsh_ctx: Context) -> None:
     session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
     assert (session.open_turn, session.last_turn) == (None, 1)
     with pytest.raises(EventDataError, match="no turn is open"):
-        session.append("turn/end", {"turn": 1})
+        session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
     with pytest.raises(EventDataError, match="only grow"):
         session.append("turn/start", {"turn": 1})
     for bad in ({}, {"turn": 0}, {"turn": "2"}, {"turn": True}):

@@ -33,6 +33,7 @@ from .._content import (
     validate_optional_str,
 )
 from .._errors import EventDataError, VocabularyError
+from .._event_rules import EVENT_RULES, check_event_data
 from .._json import (
     FrozenDict,
     check_keys,
@@ -49,18 +50,14 @@ from .._session_event import SURFACE_EVENT_TYPES, SessionEvent, SurfaceOp
 if TYPE_CHECKING:
     from .._dispatch import Dispatcher
 
-__all__ = ["Session", "SessionMeta", "Validator", "open_turn_in"]
+__all__ = ["Session", "SessionMeta", "Validator", "check_log", "open_turn_in"]
 
 #: Vetoes an append by raising: ``fn(session, type, data)``, called with the frozen data.
 Validator: TypeAlias = Callable[["Session", str, FrozenDict], object]
 
-#: The message class each model-visible event type carries in ``data["message"]``.
+#: The message class each model-visible event type carries in ``data["message"]`` (from the rules).
 _MESSAGE_CLASS: Final[Mapping[str, type]] = {
-    "user/message": UserMessage,
-    "context/message": UserMessage,
-    "steering/message": UserMessage,
-    "assistant/message": AssistantMessage,
-    "tool/result": ToolResultMessage,
+    event_type: rule.message_class for event_type, rule in EVENT_RULES.items() if rule.message_class is not None
 }
 assert frozenset(_MESSAGE_CLASS) == SURFACE_EVENT_TYPES
 _ROLE: Final[Mapping[type, str]] = {
@@ -69,8 +66,8 @@ _ROLE: Final[Mapping[type, str]] = {
     ToolResultMessage: "tool",
 }
 _TURN_TYPES: Final = frozenset({"turn/start", "turn/end"})
-#: The event types an append checks against the session's state.
-_CHECKED_TYPES: Final = SURFACE_EVENT_TYPES | _TURN_TYPES
+#: The event types an append checks: their data rules (``_event_rules``) and the session's state.
+_CHECKED_TYPES: Final = frozenset(EVENT_RULES) | SURFACE_EVENT_TYPES | _TURN_TYPES
 
 
 # ---------------------------------------------------------------------- metadata
@@ -432,8 +429,10 @@ class Session:
         return self._admit(event, validate=True)
 
     def _admit(self, event: SessionEvent, *, validate: bool) -> SessionEvent:
-        """Check ``event`` against the session's state, run the validators, then commit it."""
+        """Check ``event`` against its data rule and the session's state, run the validators, then
+        commit it."""
         event_type = event.type
+        check_event_data(event_type, event.data)
         message_class = _MESSAGE_CLASS.get(event_type)
         op: SurfaceOp | None = None
         message: Message | None = None
@@ -465,7 +464,7 @@ class Session:
                 f"{event_type}: data.surface: replace [{op.start}, {op.end}) cites surface entries that do "
                 f"not exist; the surface has {len(self._surface)} entries (see session.surface)"
             )
-            raise EventDataError(msg, event_type=event_type)
+            raise EventDataError(msg, event_type=event_type, field="data.surface")
         raw = event.data.get("message")
         if not isinstance(raw, Mapping):
             problem = "missing" if raw is None else f"expected a JSON object, got {type(raw).__name__}"
@@ -473,17 +472,17 @@ class Session:
                 f"{event_type}: data.message: {problem}; a model-visible event carries its message as JSON, "
                 f"e.g. {{'message': message.to_json()}}"
             )
-            raise EventDataError(msg, event_type=event_type)
+            raise EventDataError(msg, event_type=event_type, field="data.message")
         try:
             message = message_from_json(raw, field="data.message")
         except VocabularyError as exc:
-            raise EventDataError(f"{event_type}: {exc}", event_type=event_type) from exc
+            raise EventDataError(f"{event_type}: {exc}", event_type=event_type, field=exc.field) from exc
         if message.__class__ is not message_class:
             msg = (
                 f"{event_type}: data.message.role: a {event_type} event carries a "
                 f"{_ROLE[message_class]!r} message, got {_ROLE[message.__class__]!r}"
             )
-            raise EventDataError(msg, event_type=event_type)
+            raise EventDataError(msg, event_type=event_type, field="data.message.role")
         return op, message
 
     def _check_turn(self, event: SessionEvent) -> int:
@@ -492,20 +491,21 @@ class Session:
         turn = event.data.get("turn")
         if not isinstance(turn, int) or isinstance(turn, bool) or turn < 1:
             msg = f"{event_type}: data.turn: expected a turn number (an int >= 1), got {turn!r}"
-            raise EventDataError(msg, event_type=event_type)
+            raise EventDataError(msg, event_type=event_type, field="data.turn")
         if event_type == "turn/start":
             if self._open_turn is not None:
-                msg = f"turn/start: turn {turn} cannot start while turn {self._open_turn} is open (no turn/end yet)"
-                raise EventDataError(msg, event_type=event_type)
+                msg = f"turn/start: data.turn: turn {turn} cannot start while turn {self._open_turn} is open (no turn/end yet)"
+                raise EventDataError(msg, event_type=event_type, field="data.turn")
             if turn <= self._last_turn:
                 msg = (
-                    f"turn/start: turn {turn} does not follow turn {self._last_turn}; turn numbers only grow"
+                    f"turn/start: data.turn: turn {turn} does not follow turn {self._last_turn}; turn numbers "
+                    f"only grow"
                 )
-                raise EventDataError(msg, event_type=event_type)
+                raise EventDataError(msg, event_type=event_type, field="data.turn")
         elif turn != self._open_turn:
             state = "no turn is open" if self._open_turn is None else f"the open turn is {self._open_turn}"
-            msg = f"turn/end: turn {turn} cannot end: {state}"
-            raise EventDataError(msg, event_type=event_type)
+            msg = f"turn/end: data.turn: turn {turn} cannot end: {state}"
+            raise EventDataError(msg, event_type=event_type, field="data.turn")
         return turn
 
     def _fold(self, seq: int, op: SurfaceOp | None, message: Message) -> None:
@@ -550,6 +550,28 @@ def _with_surface(event_type: str, data: Mapping[str, Any], surface: SurfaceOp) 
     if surface.op == "append":
         return data
     return {**data, "surface": surface.to_json()}
+
+
+def check_log(session_id: str, meta: SessionMeta, events: Iterable[SessionEvent]) -> Session:
+    """Admit ``events`` (numbered from 0) into a scratch session, as a seed is admitted: every check
+    an append makes, data rules and session state alike, without validators or publication.
+
+    For a persistence backend that reads a stored log: what append refuses, this refuses, so a
+    damaged log is reported where it is stored instead of deep inside ``prepare``. Returns the
+    scratch session (its ``open_turn`` tells whether the log ends inside a turn).
+
+    :raises EventDataError: for the first event refused; ``.seq`` is its seq, ``.field`` the field.
+    """
+    scratch = Session._new(session_id, meta)
+    for event in events:
+        if event.seq != len(scratch._log):
+            msg = f"{event.type}: seq: the event has seq {event.seq} but is event {len(scratch._log)} of the log"
+            raise EventDataError(msg, event_type=event.type, field="seq", seq=len(scratch._log))
+        try:
+            scratch._admit(event, validate=False)
+        except EventDataError as exc:
+            raise EventDataError(str(exc), event_type=exc.event_type, field=exc.field, seq=event.seq) from None
+    return scratch
 
 
 def open_turn_in(events: Iterable[SessionEvent]) -> tuple[int, int] | None:
