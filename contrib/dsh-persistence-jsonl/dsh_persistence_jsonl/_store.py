@@ -40,7 +40,7 @@ from ._loader import parse_log, repair_events, summarize_log
 from ._lock import SessionLock
 from ._repair import cut_damaged
 from ._types import LoadedSession, RepairReport, SessionInfo
-from ._writer import BatchWriter, Journal, Reservation, fsync_dir, sync_file
+from ._writer import BatchWriter, Journal, Reservation, fsync_dir, is_urgent, sync_file
 
 if TYPE_CHECKING:
     from dsh_core._defaults.sessions import Session
@@ -453,6 +453,9 @@ class JsonlSessionStore:
             journal.opened(opened, snapshot)
         if self._followed.get(session_id) is not journal:  # disposed while opening
             await journal.close()
+        elif journal.durable_soon:  # an urgent event came while the file was opening
+            journal.durable_soon = False
+            self._writer.urgent(journal)
         elif journal.pending:
             self._writer.mark(journal)
 
@@ -465,7 +468,11 @@ class JsonlSessionStore:
         return broken if isinstance(broken, PersistenceError) else None
 
     def publish(self, session: Session, event: SessionEvent) -> None:
-        """The ``session/event`` listener: buffer the event and wake the writer. Must stay cheap."""
+        """The ``session/event`` listener: buffer the event and wake the writer. Must stay cheap.
+
+        An urgent event (an inbox record, idle context) is written at once and its fsync started
+        at once (SPEC §9.1), whatever ``batch_delay`` is.
+        """
         journal = self._followed.get(session.id)
         if journal is None or journal.session is not session:
             if self._closed and session.id not in self._late:
@@ -478,7 +485,9 @@ class JsonlSessionStore:
         if journal.broken is not None:
             return
         journal.pending.append(event)
-        if not journal.dirty:
+        if is_urgent(session, event):
+            self._writer.urgent(journal)
+        elif not journal.dirty:
             self._writer.mark(journal)
 
     async def flush(self, session: Session) -> None:
