@@ -1,4 +1,5 @@
-"""The ``session_persistence`` service: load (with repair), exists, list, delete; and following live sessions.
+"""The ``session_persistence`` service: load (with crash repair), read, exists, list, delete, repair;
+and following live sessions.
 
 Every session that enters the store is *followed*: its log file is created (or reopened, when it
 resumes a stored log) and every event it publishes is written by the ``BatchWriter``. ``load``
