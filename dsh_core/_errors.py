@@ -5,7 +5,7 @@ DshError
     - MissingServiceError(PluginError, AttributeError)  .service, .providers
     - DependencyCycleError(PluginError)          .plugins
   + ConfigError(DshError, ValueError)            .source, .path
-  + EventDataError(DshError, ValueError)         .event_type, .field
+  + EventDataError(DshError, ValueError)         .event_type, .field, .seq
   + VocabularyError(DshError, ValueError)        .field (malformed JSON for a value class)
   + ScopeDisposedError(DshError, RuntimeError)   registering through a disposed context
   + DuplicateRegistrationError(DshError, ValueError)
@@ -71,14 +71,15 @@ class ConfigError(DshError, ValueError):
 class EventDataError(DshError, ValueError):
     """Session event data that is not lossless JSON, or an append the session refuses.
 
-    ``field`` is the path of the bad spot inside the event (``data.message.content``) when the data
-    broke its type's rules (see ``dsh_core.session_log``), else ``""``.
+    ``field`` names the offending field (``data.turn``) when one does; ``seq`` is the event's
+    place in a log being checked (a seed, a stored log), ``None`` for a live append.
     """
 
-    def __init__(self, message: str, *, event_type: str, field: str = "") -> None:
+    def __init__(self, message: str, *, event_type: str, field: str = "", seq: int | None = None) -> None:
         super().__init__(message)
         self.event_type = event_type
         self.field = field
+        self.seq = seq
 
 
 class VocabularyError(DshError, ValueError):

@@ -44,7 +44,7 @@ from ..session_log import SURFACE_EVENT_TYPES, TurnEndEvent, TurnStartEvent
 if TYPE_CHECKING:
     from .._dispatch import Dispatcher
 
-__all__ = ["Session", "SessionMeta", "Validator", "open_turn_in"]
+__all__ = ["Session", "SessionMeta", "Validator", "check_log", "open_turn_in"]
 
 #: Vetoes an append by raising: ``fn(session, type, data)``, called with the frozen data.
 Validator: TypeAlias = Callable[["Session", str, FrozenDict], object]
@@ -553,3 +553,26 @@ def _type_name(value: object) -> str:
 _CHECKED: Final = frozenset(
     {TurnStartEvent, TurnEndEvent, *(spec.cls for spec in declared_types() if spec.visible)}
 )
+
+
+def check_log(session_id: str, meta: SessionMeta, events: Iterable[SessionEvent]) -> Session:
+    """Admit ``events`` (numbered from 0) into a scratch session, as a seed is admitted: every check
+    an append makes, data rules and session state alike, without validators or publication.
+
+    For a persistence backend that reads a stored log: what append refuses, this refuses, so a
+    damaged log is reported where it is stored instead of deep inside ``prepare``. Returns the
+    scratch session (its ``open_turn`` tells whether the log ends inside a turn).
+
+    :raises EventDataError: for the first event refused; ``.seq`` is its seq, ``.field`` the field.
+    """
+    scratch = Session._new(session_id, meta)
+    for event in events:
+        if event.seq != len(scratch._log):
+            msg = f"{event.type}: seq: the event has seq {event.seq} but is event {len(scratch._log)} of the log"
+            raise EventDataError(msg, event_type=event.type, field="seq", seq=len(scratch._log))
+        try:
+            scratch._admit(event, validate=False)
+        except EventDataError as exc:
+            raise EventDataError(str(exc), event_type=exc.event_type, field=exc.field, seq=event.seq) from None
+    return scratch
+

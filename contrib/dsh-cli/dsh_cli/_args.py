@@ -39,7 +39,7 @@ BUILTIN_COMMANDS: Final = (
 )  # fmt: skip
 
 #: The verbs of ``dsh sessions``; each has a parser in ``_sessions_parsers`` and a function in ``_sessions``.
-SESSION_VERBS: Final = ("list", "show", "resume", "fork", "delete", "replay")
+SESSION_VERBS: Final = ("list", "show", "resume", "fork", "delete", "replay", "repair")
 
 
 def config_options() -> argparse.ArgumentParser:
@@ -105,6 +105,12 @@ def _sessions_parsers(
     replay.add_argument("id", help="a session id or a unique prefix")
     replay.add_argument("--live-tools", action="store_true", help="run the tools for real (default: recorded results)")
     replay.add_argument("--json", action="store_true", help="print the outcome as one JSON object")
+    repair = verbs.add_parser(
+        "repair",
+        parents=[config],
+        help="cut a damaged session before its first damaged line (keeps a backup)",
+    )
+    repair.add_argument("id", help="a session id or a unique prefix")
 
 
 def build_parser(
@@ -144,7 +150,9 @@ def build_parser(
         "the turn, Ctrl-C twice on an empty prompt exits; /help lists the commands.",
     )
 
-    sessions = commands.add_parser("sessions", help="list, show, resume, fork or delete stored sessions")
+    sessions = commands.add_parser(
+        "sessions", help="list, show, resume, fork, delete or repair stored sessions"
+    )
     _sessions_parsers(sessions, config, agent)
 
     commands.add_parser("plugins", parents=[config], help="the installed plugins and what they provide")

@@ -59,6 +59,7 @@ from ._usage import Usage, price_of
 
 if TYPE_CHECKING:
     from dsh_core import Context
+    from dsh_core._agent_types import Agent
     from dsh_core.llm import LlmCallConfig
 
 __all__ = ["ChatController", "chat_command"]
@@ -292,14 +293,26 @@ class ChatController:
         agent = self.handle.agent
         if self.running:
             self.steering[agent.steer(text)] = text
+            await self._stored(agent)
             self.screen.note(
                 Text.assemble(("↳ ", "cyan"), (text, "cyan"), ("  (steering: seen at the next step)", "dim"))
             )
         else:
+            # The prompt starts a turn at once, whose output follows its echo; the next line is read
+            # only once the prompt is on disk.
             self.screen.print(user_line(text, "user"))
             agent.send(text)
             self.screen.turn_started()
+            await self._stored(agent)
         return True
+
+    async def _stored(self, agent: Agent) -> None:
+        """Wait until the message just queued is on disk (SPEC §9.1): steering is shown as queued
+        only after it."""
+        try:
+            await self.ctx.sessions.flush(agent.session)
+        except Exception as exc:  # noqa: BLE001 - shown, not fatal: the message is queued all the same
+            self.screen.print(Text(f"the message is queued but could not be stored: {exc}", style="red"))
 
     async def command(self, text: str) -> bool:
         name, _, argument = text.partition(" ")

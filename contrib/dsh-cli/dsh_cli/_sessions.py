@@ -1,4 +1,4 @@
-"""``dsh sessions list | show | fork | delete | replay``: the stored sessions, read through the ``session_persistence`` service.
+"""``dsh sessions list | show | fork | delete | replay | repair``: the stored sessions, through ``session_persistence``.
 
 ``dsh sessions resume ID`` is ``dsh chat --resume ID`` (``_chat``); ``replay`` is in ``_replay``. Each verb is one function in
 ``VERBS``, called with the started harness; a new verb adds its parser in ``_args._sessions_parsers``
@@ -210,8 +210,30 @@ async def _delete(ctx: Context, persistence: Any, args: argparse.Namespace, cons
     return int(ExitCode.OK)
 
 
+async def _repair(ctx: Context, persistence: Any, args: argparse.Namespace, console: Console) -> int:
+    """Cut a damaged log before its first damaged line; the backup is named so the user can go back."""
+    repair = getattr(persistence, "repair", None)
+    if repair is None:
+        raise CliError(f"this session store ({type(persistence).__name__}) has no repair")
+    session_id = await resolve_session_id(ctx, args.id)
+    report = await repair(session_id)
+    if report.backup is None:
+        console.print(
+            Text(f"session {session_id}: nothing to repair ({report.events} events, every line sound)")
+        )
+        return int(ExitCode.OK)
+    console.print(
+        Text(
+            f"session {session_id}: cut at line {report.line}: dropped {report.dropped_lines} lines "
+            f"({report.dropped_bytes} bytes), kept {report.events} events"
+        )
+    )
+    console.print(Text(f"the original file is kept as {report.backup}"))
+    return int(ExitCode.OK)
+
+
 #: ``dsh sessions VERB``: what each verb does with the started harness and its persistence service.
-VERBS: dict[str, Verb] = {"list": _list, "show": _show, "fork": _fork, "delete": _delete}
+VERBS: dict[str, Verb] = {"list": _list, "show": _show, "fork": _fork, "delete": _delete, "repair": _repair}
 
 
 async def sessions_command(config: EffectiveConfig, args: argparse.Namespace, *, cwd: Path) -> int:

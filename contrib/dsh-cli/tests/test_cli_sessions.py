@@ -155,3 +155,27 @@ def test_replay_a_stored_session(llm: FakeLlm, project: Path, dsh_env: dict[str,
     assert outcome["first_divergence"]["path"] == "data.system"
     assert outcome["first_divergence"]["expected"]["type"] == "request/header"
     assert outcome["recorded_events"] == outcome["replayed_events"]
+def test_repair_cuts_a_damaged_session_keeping_a_backup(
+    llm: FakeLlm, project: Path, dsh_env: dict[str, str], tmp_path: Path
+) -> None:
+    """A damaged complete line makes `show` fail naming file and line; `repair` cuts there and keeps the original."""
+    ident = _run(llm, project, dsh_env, "first question", "first answer")
+    log = next((tmp_path / "sessions").glob("*/session.jsonl"))
+    original = log.read_bytes() + b'{"type":"tool/call","seq":999,"time":1.0,"data":{"turn":1}}\n'
+    lines = original.split(b"\n")
+    log.write_bytes(original)
+    broken = run_dsh("sessions", "show", ident, cwd=project, env=dsh_env)
+    assert broken.returncode != 0
+    assert f"{log}:{len(lines) - 1}:" in broken.stderr
+    repaired = run_dsh("sessions", "repair", ident, cwd=project, env=dsh_env)
+    assert repaired.returncode == 0, repaired.stderr
+    assert f"cut at line {len(lines) - 1}: dropped 1 lines" in repaired.stdout
+    (backup,) = log.parent.glob("session.jsonl.damaged-*")
+    assert str(backup) in repaired.stdout.replace("\n", "")
+    assert backup.read_bytes() == original
+    assert log.read_bytes() == b"\n".join(lines[:-2]) + b"\n"
+    shown = run_dsh("sessions", "show", ident, cwd=project, env=dsh_env)
+    assert shown.returncode == 0, shown.stderr
+    assert "first answer" in shown.stdout
+    again = run_dsh("sessions", "repair", ident, cwd=project, env=dsh_env)
+    assert "nothing to repair" in again.stdout

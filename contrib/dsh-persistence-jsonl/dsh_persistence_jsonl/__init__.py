@@ -5,6 +5,7 @@ Load the ``persistence-jsonl`` plugin (entry point) and set ``[plugins.persisten
 """
 
 from ._errors import PersistenceError as PersistenceError
+from ._errors import SessionAccessError as SessionAccessError
 from ._errors import SessionConflictError as SessionConflictError
 from ._errors import SessionCorruptError as SessionCorruptError
 from ._errors import SessionFormatError as SessionFormatError
@@ -17,6 +18,7 @@ from ._plugin import PersistenceConfig as PersistenceConfig
 from ._plugin import PersistencePlugin as PersistencePlugin
 from ._store import JsonlSessionStore as JsonlSessionStore
 from ._types import LoadedSession as LoadedSession
+from ._types import RepairReport as RepairReport
 from ._types import SessionInfo as SessionInfo
 
 __all__ = [
@@ -26,6 +28,8 @@ __all__ = [
     "PersistenceConfig",
     "PersistenceError",
     "PersistencePlugin",
+    "RepairReport",
+    "SessionAccessError",
     "SessionConflictError",
     "SessionCorruptError",
     "SessionFormatError",

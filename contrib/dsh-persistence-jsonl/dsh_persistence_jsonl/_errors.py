@@ -4,9 +4,10 @@ PersistenceError(DshError)
   + SessionNotFoundError(PersistenceError, LookupError)    .session_id, .path
   + SessionInUseError(PersistenceError, RuntimeError)      .session_id, .pid
   + SessionConflictError(PersistenceError, RuntimeError)   .session_id, .path
-  + SessionCorruptError(PersistenceError, ValueError)      .path, .line
+  + SessionCorruptError(PersistenceError, ValueError)      .path, .line, .event_type, .field
   + SessionFormatError(PersistenceError, ValueError)       .path, .version
   + SessionWriteError(PersistenceError, OSError)           .session_id, .path
+  + SessionAccessError(PersistenceError, OSError)          .session_id, .path
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dsh_core import DshError
 
 __all__ = [
     "PersistenceError",
+    "SessionAccessError",
     "SessionConflictError",
     "SessionCorruptError",
     "SessionFormatError",
@@ -66,12 +68,27 @@ class SessionConflictError(PersistenceError, RuntimeError):
 
 
 class SessionCorruptError(PersistenceError, ValueError):
-    """A stored log is damaged before its last line; ``line`` is 1-based (the header is line 1)."""
+    """A complete line of a stored log is damaged; ``line`` is 1-based (the header is line 1).
 
-    def __init__(self, message: str, *, path: Path, line: int) -> None:
+    For an event line that is well-formed JSON but breaks its type's data rules, ``event_type``
+    and ``field`` (``data.turn``, ``data.message.id``...) say which rule; otherwise they are
+    ``None``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: Path,
+        line: int,
+        event_type: str | None = None,
+        field: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.path = path
         self.line = line
+        self.event_type = event_type
+        self.field = field
 
 
 class SessionFormatError(PersistenceError, ValueError):
@@ -85,6 +102,22 @@ class SessionFormatError(PersistenceError, ValueError):
 
 class SessionWriteError(PersistenceError, OSError):
     """Writing or syncing a session's log failed; the ``OSError`` is chained as ``__cause__``."""
+
+    def __init__(self, message: str, *, session_id: str, path: Path) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+        self.path = path
+
+    def __str__(self) -> str:  # OSError would print its args tuple
+        return str(self.args[0])
+
+
+class SessionAccessError(PersistenceError, OSError):
+    """A stored session's file or folder cannot be used: unreadable, not a file, not a folder.
+
+    ``path`` is the file or folder concerned; the ``OSError``, when there was one, is chained as
+    ``__cause__``.
+    """
 
     def __init__(self, message: str, *, session_id: str, path: Path) -> None:
         super().__init__(message)

@@ -18,12 +18,14 @@ from typing import Final
 import attrs
 import platformdirs
 
-__all__ = ["LOCK_NAME", "LOG_NAME", "TEMP_PREFIX", "Layout", "default_root", "escape_id"]
+__all__ = ["BACKUP_PREFIX", "LOCK_NAME", "LOG_NAME", "TEMP_PREFIX", "Layout", "default_root", "escape_id"]
 
 LOG_NAME: Final = "session.jsonl"
 LOCK_NAME: Final = "lock"
 #: a log being created is written to ``session.jsonl.tmp-<pid>-<random>``, then renamed
 TEMP_PREFIX: Final = f"{LOG_NAME}.tmp-"
+#: ``repair`` keeps the file it cut as ``session.jsonl.damaged-<UTC time>``
+BACKUP_PREFIX: Final = f"{LOG_NAME}.damaged-"
 
 _SAFE: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 #: file names are limited to 255 bytes on common file systems; stay well below it

@@ -1,9 +1,12 @@
 """Reading a stored log: the strict parse, the torn-tail rule, crash repair, and the listing scan.
 
 Strict parse: line 1 is the header, every further line one ``SessionEvent`` whose ``seq`` is its
-index. Only the tail may be damaged by a crash — an unterminated last line, or a last line that is
-not JSON (a write cut short, or a block of zeros after a power loss) — and only that tail is
-dropped. Anything wrong before it is corruption: an error naming the file and line.
+index and whose ``data`` keeps the rules of its type — the very checks ``session.append`` makes
+(``dsh_core``'s data rules and the session's turn and surface checks, through ``check_log``).
+Only a torn tail, a last line without its newline (a write cut short, or zeros after a power
+loss), is dropped: the writer writes whole lines, so such a line was never acknowledged. A
+complete line that is wrong, the last one included, is corruption: an error naming the file, the
+line, and for an event that breaks its rules the event type and the field. Nothing is guessed.
 
 Crash repair closes a turn the log leaves open, with events a caller appends (never rewrites):
 
@@ -35,6 +38,7 @@ import attrs
 
 from dsh_core import (
     AssistantMessage,
+    EventDataError,
     FrozenDict,
     SessionEvent,
     Text,
@@ -42,6 +46,7 @@ from dsh_core import (
     ToolResultMessage,
     UserMessage,
 )
+from dsh_core._defaults._session import check_log
 from dsh_core._json import frozen_trusted
 from dsh_core.session_log import (
     AssistantMessageEvent,
@@ -78,13 +83,9 @@ class StoredLog:
         return self.size - self.valid_size
 
 
-class _NotLossless(ValueError):
-    """A complete line holding ``NaN`` or ``Infinity``: well-formed, so never a torn write."""
-
-
 def _refuse_constant(name: str) -> NoReturn:
     msg = f"{name} is not JSON (only finite numbers are)"
-    raise _NotLossless(msg)
+    raise ValueError(msg)
 
 
 def _loads(line: bytes) -> Any:
@@ -116,7 +117,8 @@ _ENVELOPE: Final = frozenset({"type", "seq", "time", "data"})
 def _event(line: bytes, seq: int) -> SessionEvent | None:
     """The event on ``line`` if it is a well-formed event numbered ``seq``, else ``None``.
 
-    :raises ValueError: the line is not JSON text (a ``_NotLossless`` for NaN or Infinity).
+    :raises ValueError: the line is not JSON text (NaN and Infinity are not).
+    :raises RecursionError: the line nests deeper than the decoder goes.
     """
     parsed = _decode(line.decode("utf-8"))
     if type(parsed) is not FrozenDict or parsed.keys() != _ENVELOPE or parsed["seq"] != seq:
@@ -154,7 +156,7 @@ def _gc_paused() -> Iterator[None]:
 
 
 def parse_log(path: Path, data: bytes) -> StoredLog:
-    """Parse the bytes of ``path`` strictly, allowing only a torn tail.
+    """Parse the bytes of ``path`` strictly, allowing only a torn tail, and check every event.
 
     :raises SessionCorruptError: naming ``path`` and the 1-based line (the header is line 1).
     :raises SessionFormatError: the header's format version is not ours.
@@ -178,23 +180,31 @@ def _parse(path: Path, data: bytes) -> StoredLog:
         msg = f"{path}:1: the header is not JSON ({exc}); the file was not modified"
         raise SessionCorruptError(msg, path=path, line=1) from None
     header = read_header(first, path)
-    valid_size = len(data) - len(tail)
+    valid_size = len(data) - len(tail)  # the torn tail, if any, is what follows the last newline
     events: list[SessionEvent] = []
     append = events.append
-    last = len(lines) - 1
     for index in range(1, len(lines)):
         line = lines[index]
         try:
             event = _event(line, index - 1)
         except ValueError as exc:
-            if index == last and not tail and not isinstance(exc, _NotLossless):
-                valid_size -= len(line) + 1  # a torn last line, newline included: dropped
-                break
             _corrupt(path, index + 1, f"not JSON ({exc})")
+        except RecursionError:
+            _corrupt(path, index + 1, "nested too deeply to be read (not a log line dsh wrote)")
         if event is None:
             _strict(path, index, line)
         append(event)
+    _check_rules(path, header, events)
     return StoredLog(header, tuple(events), valid_size, len(data))
+
+
+def _check_rules(path: Path, header: Header, events: Sequence[SessionEvent]) -> None:
+    """Every event through the checks of ``session.append`` (see the module docstring)."""
+    try:
+        check_log(header.id, header.meta, events)
+    except EventDataError as exc:
+        seq = exc.seq if exc.seq is not None else len(events) - 1
+        _corrupt(path, seq + 2, str(exc), event_type=exc.event_type, field=exc.field or None)
 
 
 def _strict(path: Path, index: int, line: bytes) -> NoReturn:
@@ -206,13 +216,16 @@ def _strict(path: Path, index: int, line: bytes) -> NoReturn:
     _corrupt(path, index + 1, f"the event has seq {event.seq} but is event {index - 1} of the log")
 
 
-def _corrupt(path: Path, line: int, problem: str) -> NoReturn:
+def _corrupt(
+    path: Path, line: int, problem: str, *, event_type: str | None = None, field: str | None = None
+) -> NoReturn:
     msg = (
-        f"{path}:{line}: {problem}; the log is damaged before its last line, so it is not repaired "
-        f"automatically and the file was not modified. Fix or remove that line by hand, or delete "
-        f"the session"
+        f"{path}:{line}: {problem}; this complete line is damaged (not a torn write), so the log is not "
+        f"repaired automatically and the file was not modified. Fix that line by hand, cut the log "
+        f"before it with `dsh sessions repair <id>` (which keeps a backup of the file), or delete the "
+        f"session"
     )
-    raise SessionCorruptError(msg, path=path, line=line)
+    raise SessionCorruptError(msg, path=path, line=line, event_type=event_type, field=field)
 
 
 # ---------------------------------------------------------------------- crash repair

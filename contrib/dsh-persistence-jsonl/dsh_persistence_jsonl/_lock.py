@@ -13,7 +13,7 @@ import fcntl
 import os
 from pathlib import Path
 
-from ._errors import SessionInUseError
+from ._errors import SessionAccessError, SessionInUseError
 
 __all__ = ["SessionLock"]
 
@@ -38,22 +38,30 @@ class SessionLock:
         Blocking I/O: call it from a worker thread when it matters.
 
         :raises SessionInUseError: another holder has it, naming its pid.
-        :raises OSError: the lock file cannot be opened (missing folder, permissions).
+        :raises SessionAccessError: the lock file cannot be opened or locked (a directory in its
+            place, permissions, a missing folder), naming its path.
         """
         for _ in range(_ATTEMPTS):
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            except OSError as exc:
+                raise _unusable(session_id, path, exc) from exc
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as exc:
                 if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                     os.close(fd)
-                    raise
+                    raise _unusable(session_id, path, exc) from exc
                 pid = _read_pid(fd)
                 os.close(fd)
                 raise _in_use(session_id, pid, path) from None
             if _same_file(fd, path):
-                os.ftruncate(fd, 0)
-                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+                try:
+                    os.ftruncate(fd, 0)
+                    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+                except OSError as exc:
+                    os.close(fd)
+                    raise _unusable(session_id, path, exc) from exc
                 return cls(fd, path, session_id)
             # The file was unlinked (the session deleted) between our open and flock: try again.
             os.close(fd)
@@ -107,3 +115,16 @@ def _in_use(session_id: str, pid: int | None, path: Path) -> SessionInUseError:
         f"the session there, then try again"
     )
     return SessionInUseError(msg, session_id=session_id, pid=pid)
+
+
+def _unusable(session_id: str, path: Path, exc: OSError) -> SessionAccessError:
+    what = (
+        "a directory stands where the lock file should be"
+        if isinstance(exc, IsADirectoryError)
+        else (exc.strerror or str(exc))
+    )
+    msg = (
+        f"session {session_id!r}: cannot take the lock {path}: {what}; the session folder must hold a "
+        f"lock file this process can open for writing"
+    )
+    return SessionAccessError(msg, session_id=session_id, path=path)

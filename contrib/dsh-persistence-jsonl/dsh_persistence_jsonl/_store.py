@@ -1,4 +1,5 @@
-"""The ``session_persistence`` service: load (with repair), exists, list, delete; and following live sessions.
+"""The ``session_persistence`` service: load (with crash repair), read, exists, list, delete, repair;
+and following live sessions.
 
 Every session that enters the store is *followed*: its log file is created (or reopened, when it
 resumes a stored log) and every event it publishes is written by the ``BatchWriter``. ``load``
@@ -11,9 +12,13 @@ Blocking file work (parsing, creating, listing, deleting, fsync) runs in worker 
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import stat
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,13 +28,20 @@ import attrs
 
 from dsh_core import SessionEvent
 
-from ._errors import PersistenceError, SessionConflictError, SessionInUseError, SessionNotFoundError
+from ._errors import (
+    PersistenceError,
+    SessionAccessError,
+    SessionConflictError,
+    SessionInUseError,
+    SessionNotFoundError,
+)
 from ._format import Header, encode_event
-from ._layout import LOCK_NAME, LOG_NAME, TEMP_PREFIX, Layout
+from ._layout import BACKUP_PREFIX, LOCK_NAME, LOG_NAME, TEMP_PREFIX, Layout
 from ._loader import parse_log, repair_events, summarize_log
 from ._lock import SessionLock
-from ._types import LoadedSession, SessionInfo
-from ._writer import BatchWriter, Journal, Reservation, fsync_dir, sync_file
+from ._repair import cut_damaged
+from ._types import LoadedSession, RepairReport, SessionInfo
+from ._writer import BatchWriter, Journal, Reservation, fsync_dir, is_urgent, sync_file
 
 if TYPE_CHECKING:
     from dsh_core._defaults.sessions import Session
@@ -79,8 +91,20 @@ class JsonlSessionStore:
     # ------------------------------------------------------------------ the service
 
     async def exists(self, session_id: str) -> bool:
-        """Whether a stored log exists for ``session_id``."""
-        return await anyio.to_thread.run_sync(self._layout.log(session_id).is_file)
+        """Whether something is stored under ``session_id`` (``load`` says what, if it is not a log).
+
+        :raises SessionAccessError: the store cannot be looked into (permissions), naming the path.
+        """
+        return await anyio.to_thread.run_sync(self._exists_blocking, session_id)
+
+    def _exists_blocking(self, session_id: str) -> bool:
+        path = self._layout.log(session_id)
+        with _accessing(session_id, path):
+            try:
+                os.stat(path)
+            except (FileNotFoundError, NotADirectoryError):
+                return False
+        return True
 
     async def load(self, session_id: str) -> LoadedSession:
         """Read, check and repair the stored log of ``session_id``.
@@ -94,6 +118,8 @@ class JsonlSessionStore:
         :raises SessionCorruptError: the log is damaged before its last line (naming file and line;
             the file is not modified).
         :raises SessionFormatError: the log is in a format version this plugin does not read.
+        :raises SessionAccessError: the log or the lock cannot be used (a directory in place of
+            the file, permissions, an I/O error), naming the path.
         """
         self._check_open("load a session")
         path = self._layout.log(session_id)
@@ -131,10 +157,12 @@ class JsonlSessionStore:
         return await anyio.to_thread.run_sync(self._read_blocking, session_id, path)
 
     def _read_blocking(self, session_id: str, path: Path) -> LoadedSession:
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            raise self._not_found(session_id, path) from None
+        with _accessing(session_id, path):
+            self._check_is_log(session_id, path)
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                raise self._not_found(session_id, path) from None
         stored = parse_log(path, data)
         repaired = tuple(repair_events(stored.events, path))
         return LoadedSession(
@@ -159,14 +187,17 @@ class JsonlSessionStore:
             reservation.lock.release()
 
     def _load_blocking(self, session_id: str, path: Path, held: _Held) -> None:
-        if not path.is_file():
-            raise self._not_found(session_id, path)
-        if held.lock is None:
-            held.lock = SessionLock.acquire(path.parent / LOCK_NAME, session_id)
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:  # deleted before we locked
-            raise self._not_found(session_id, path) from None
+        with _accessing(session_id, path):
+            self._check_is_log(session_id, path)
+            if held.lock is None:
+                held.lock = SessionLock.acquire(path.parent / LOCK_NAME, session_id)
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:  # deleted before we locked
+                raise self._not_found(session_id, path) from None
+            self._recover_blocking(session_id, path, data, held)
+
+    def _recover_blocking(self, session_id: str, path: Path, data: bytes, held: _Held) -> None:
         stored = parse_log(path, data)
         if stored.header.id != session_id:
             msg = (
@@ -215,7 +246,54 @@ class JsonlSessionStore:
             repaired=repaired,
             truncated=stored.torn,
         )
+        assert held.lock is not None  # taken by _load_blocking before it read the file
         held.reservation = Reservation(held.lock, len(events), events[-1] if events else None, size)
+
+    async def repair(self, session_id: str) -> RepairReport:
+        """Cut the stored log of ``session_id`` before its first damaged line, keeping a backup.
+
+        The explicit step after a ``SessionCorruptError``: the original file is copied (and
+        fsynced) to ``session.jsonl.damaged-<UTC time>`` first, then the log is truncated at the
+        first line ``load`` refuses; a sound log is left alone. Resume it afterwards as usual (a
+        turn the cut leaves open is closed by crash repair then).
+
+        :raises SessionNotFoundError: nothing is stored under ``session_id``.
+        :raises SessionInUseError: the session is live here or held by another process.
+        :raises SessionCorruptError: the header is damaged: there is nothing to keep.
+        :raises SessionAccessError: the files cannot be read or written, naming the path.
+        """
+        self._check_open("repair a session")
+        if session_id in self._followed:
+            msg = (
+                f"session {session_id!r} is in use by process {os.getpid()} (this process: it is live in "
+                f"this harness); dispose it before repairing it"
+            )
+            raise SessionInUseError(msg, session_id=session_id, pid=os.getpid())
+        reserved = self._reserved.pop(session_id, None)
+        held = _Held(lock=reserved.lock if reserved is not None else None)
+        try:
+            return await anyio.to_thread.run_sync(self._repair_blocking, session_id, held)
+        finally:
+            if held.lock is not None:
+                held.lock.release()
+
+    def _repair_blocking(self, session_id: str, held: _Held) -> RepairReport:
+        path = self._layout.log(session_id)
+        with _accessing(session_id, path):
+            self._check_is_log(session_id, path)
+            if held.lock is None:
+                held.lock = SessionLock.acquire(path.parent / LOCK_NAME, session_id)
+            report = cut_damaged(session_id, path)
+        if report.backup is not None:
+            logger.warning(
+                "session %r: cut %s at line %s (%d lines dropped); the original is kept as %s",
+                session_id,
+                path,
+                report.line,
+                report.dropped_lines,
+                report.backup,
+            )
+        return report
 
     async def list(self) -> tuple[SessionInfo, ...]:
         """Every stored session, oldest first (by ``created``), each read from its header and a byte scan.
@@ -285,12 +363,16 @@ class JsonlSessionStore:
     def _delete_blocking(self, session_id: str, held: _Held) -> None:
         folder = self._layout.folder(session_id)
         path = folder / LOG_NAME
+        with _accessing(session_id, path):
+            self._delete_log_blocking(session_id, folder, path, held)
+
+    def _delete_log_blocking(self, session_id: str, folder: Path, path: Path, held: _Held) -> None:
         if not path.is_file():
             raise self._not_found(session_id, path)
         if held.lock is None:
             held.lock = SessionLock.acquire(folder / LOCK_NAME, session_id)
         path.unlink(missing_ok=True)
-        for stale in folder.glob(f"{TEMP_PREFIX}*"):
+        for stale in (*folder.glob(f"{TEMP_PREFIX}*"), *folder.glob(f"{BACKUP_PREFIX}*")):
             stale.unlink(missing_ok=True)
         # The lock file goes last, while we still hold it: a process that opened it meanwhile finds
         # it unlinked after its flock and starts over (see SessionLock.acquire).
@@ -300,6 +382,26 @@ class JsonlSessionStore:
         except OSError as exc:  # someone else's files in the folder: leave them be
             logger.warning("session %r deleted, but its folder %s stays: %s", session_id, folder, exc)
         fsync_dir(self._layout.root)
+
+    def _check_is_log(self, session_id: str, path: Path) -> None:
+        """``path`` is a regular file: else not found (nothing there) or an access error (something else)."""
+        try:
+            mode = os.stat(path).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            if path.parent.exists() and not path.parent.is_dir():
+                msg = (
+                    f"session {session_id!r}: {path.parent} is a file, not a session folder; move it away "
+                    f"or delete it"
+                )
+                raise SessionAccessError(msg, session_id=session_id, path=path.parent) from None
+            raise self._not_found(session_id, path) from None
+        if not stat.S_ISREG(mode):
+            what = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+            msg = (
+                f"session {session_id!r}: {path} is {what}, not a session log; move it away or delete "
+                f"the session folder {path.parent}"
+            )
+            raise SessionAccessError(msg, session_id=session_id, path=path)
 
     def _not_found(self, session_id: str, path: Path) -> SessionNotFoundError:
         msg = (
@@ -352,6 +454,9 @@ class JsonlSessionStore:
             journal.opened(opened, snapshot)
         if self._followed.get(session_id) is not journal:  # disposed while opening
             await journal.close()
+        elif journal.durable_soon:  # an urgent event came while the file was opening
+            journal.durable_soon = False
+            self._writer.urgent(journal)
         elif journal.pending:
             self._writer.mark(journal)
 
@@ -364,7 +469,11 @@ class JsonlSessionStore:
         return broken if isinstance(broken, PersistenceError) else None
 
     def publish(self, session: Session, event: SessionEvent) -> None:
-        """The ``session/event`` listener: buffer the event and wake the writer. Must stay cheap."""
+        """The ``session/event`` listener: buffer the event and wake the writer. Must stay cheap.
+
+        An urgent event (an inbox record, idle context) is written at once and its fsync started
+        at once (SPEC §9.1), whatever ``batch_delay`` is.
+        """
         journal = self._followed.get(session.id)
         if journal is None or journal.session is not session:
             if self._closed and session.id not in self._late:
@@ -377,7 +486,9 @@ class JsonlSessionStore:
         if journal.broken is not None:
             return
         journal.pending.append(event)
-        if not journal.dirty:
+        if is_urgent(session, event):
+            self._writer.urgent(journal)
+        elif not journal.dirty:
             self._writer.mark(journal)
 
     async def flush(self, session: Session) -> None:
@@ -417,6 +528,21 @@ class JsonlSessionStore:
 
     def __repr__(self) -> str:
         return f"<JsonlSessionStore {str(self.root)!r} following={len(self._followed)}>"
+
+
+@contextmanager
+def _accessing(session_id: str, path: Path) -> Iterator[None]:
+    """OS errors on a stored session's files, as ``SessionAccessError`` naming the file concerned."""
+    try:
+        yield
+    except PersistenceError:
+        raise
+    except OSError as exc:
+        where = Path(exc.filename) if isinstance(exc.filename, str) else path
+        name = errno.errorcode.get(exc.errno or 0, "")
+        reason = f"{exc.strerror or exc} ({name})" if name else (exc.strerror or str(exc))
+        msg = f"session {session_id!r}: cannot use {where}: {reason}"
+        raise SessionAccessError(msg, session_id=session_id, path=where) from exc
 
 
 def _header_for(session: Session) -> Header:

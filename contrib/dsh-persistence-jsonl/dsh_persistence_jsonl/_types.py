@@ -9,7 +9,7 @@ import attrs
 from dsh_core import SessionEvent
 from dsh_core._defaults.sessions import SessionMeta
 
-__all__ = ["LoadedSession", "SessionInfo"]
+__all__ = ["LoadedSession", "RepairReport", "SessionInfo"]
 
 
 @attrs.frozen(kw_only=True)
@@ -48,3 +48,23 @@ class SessionInfo:
     turns: int
     title: str | None
     path: Path
+
+
+@attrs.frozen(kw_only=True)
+class RepairReport:
+    """What ``repair`` did to one stored log.
+
+    ``line`` is the first line it cut (1-based; ``None`` when the log was sound and nothing was
+    cut); ``dropped_lines`` and ``dropped_bytes`` count what went, from that line to the end;
+    ``events`` counts the events kept; ``backup`` is the untouched copy of the original file.
+    """
+
+    id: str
+    path: Path
+    backup: Path | None
+    line: int | None
+    dropped_lines: int
+    dropped_bytes: int
+    events: int
+    #: why the first cut line was refused (the ``SessionCorruptError`` message), or ``None``
+    problem: str | None = None

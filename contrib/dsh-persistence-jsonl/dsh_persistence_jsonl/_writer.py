@@ -1,10 +1,16 @@
 """The write path: one ``Journal`` per followed session, and the background ``BatchWriter``.
 
-A journal buffers the events its session publishes (the ``session/event`` listener only appends
-to a list) and writes them as one ``os.write`` of complete lines, at the end of a batch window
-or when the session is flushed. Only the event-loop thread writes, and a write has no ``await``
-inside it, so batches never interleave; ``fsync`` runs in a worker thread under the journal's
-lock, which also orders it against ``close``.
+A journal buffers the events its session publishes (the ``session/event`` listener appends to a
+list) and writes them as one ``os.write`` of complete lines, at the end of a batch window or when
+the session is flushed. Only the event-loop thread writes, and a write has no ``await`` inside
+it, so batches never interleave; ``fsync`` runs in a worker thread under the journal's lock,
+which also orders it against ``close``.
+
+Urgent events (SPEC §9.1: an accepted send or steer, a cancel's ``inbox/cleared``, context
+injected while idle; ``is_urgent``) skip the window, whatever ``batch_delay`` is: the listener
+writes the journal's pending events at once, inside the ``append`` that published them, so
+they are in the OS's hands before ``send()`` returns and survive the process being killed; and
+the writer's sync loop starts their fsync at once, so they survive a power loss moments later.
 
 Failures:
 
@@ -27,7 +33,7 @@ import secrets
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Final, NoReturn
 
 import anyio
 import attrs
@@ -43,9 +49,18 @@ from ._lock import SessionLock
 if TYPE_CHECKING:
     from dsh_core._defaults.sessions import Session
 
-__all__ = ["BatchWriter", "Journal", "Reservation", "fsync_dir", "sync_file"]
+__all__ = ["URGENT_TYPES", "BatchWriter", "Journal", "Reservation", "fsync_dir", "is_urgent", "sync_file"]
 
 logger = logging.getLogger("dsh.persistence_jsonl")
+
+#: event types written and fsynced at once, never batched: the durable inbox (SPEC §3, §9.1)
+URGENT_TYPES: Final = frozenset({"inbox/queued", "inbox/cleared"})
+
+
+def is_urgent(session: Session, event: SessionEvent) -> bool:
+    """Whether ``event`` skips the batch window: an inbox record, or context injected between turns."""
+    kind = event.type
+    return kind in URGENT_TYPES or (kind == "context/message" and session.open_turn is None)
 
 
 @attrs.frozen
@@ -102,6 +117,7 @@ class Journal:
         "broken",
         "closed",
         "dirty",
+        "durable_soon",
         "failure",
         "fd",
         "io",
@@ -121,6 +137,8 @@ class Journal:
         self.pending: list[SessionEvent] = []
         #: queued on the writer's dirty list
         self.dirty = False
+        #: an urgent event waits for its fsync (on the writer's sync list, or for the file to open)
+        self.durable_soon = False
         self.fd: int | None = None
         self.lock: SessionLock | None = None
         #: events in the file, and bytes of complete lines in it
@@ -380,13 +398,30 @@ class Journal:
 
 class BatchWriter:
     """The background writer: the first pending event opens a window of ``delay`` seconds, then
-    every journal with pending events is written (one write per file)."""
+    every journal with pending events is written (one write per file). Urgent events skip the
+    window: written at once by ``urgent``, fsynced at once by the sync loop."""
 
     def __init__(self, delay: float) -> None:
         self.delay = delay
         self._dirty: list[Journal] = []
         self._wake = anyio.Event()
         self._armed = False
+        self._to_sync: list[Journal] = []
+        self._sync_wake = anyio.Event()
+
+    def urgent(self, journal: Journal) -> None:
+        """Write ``journal``'s pending events now and have them fsynced at once (see the module docstring).
+
+        Called from the ``session/event`` listener: one ``write``, no waiting. Before the file is
+        open the events wait in ``pending``, and ``follow`` calls this again once it is.
+        """
+        journal.drain()
+        if journal.fd is None or journal.durable_soon:
+            journal.durable_soon = True
+            return
+        journal.durable_soon = True
+        self._to_sync.append(journal)
+        self._sync_wake.set()
 
     def mark(self, journal: Journal) -> None:
         """``journal`` has pending events (called from the ``session/event`` listener: cheap)."""
@@ -404,7 +439,25 @@ class BatchWriter:
             journal.drain()
 
     async def run(self) -> None:
-        """Write batches until cancelled (the plugin stops; it drains what is left itself)."""
+        """Write batches and fsync urgent events until cancelled (the plugin stops; it drains and
+        fsyncs what is left itself)."""
+        async with anyio.create_task_group() as group:
+            group.start_soon(self._sync_urgent)
+            await self._write_batches()
+
+    async def _sync_urgent(self) -> None:
+        while True:
+            await self._sync_wake.wait()
+            self._sync_wake = anyio.Event()
+            journals, self._to_sync = self._to_sync, []
+            for journal in journals:
+                journal.durable_soon = False
+                try:
+                    await journal.sync()
+                except PersistenceError as exc:  # the caller's next flush raises it too
+                    logger.warning("session %r: an urgent fsync failed: %s", journal.session_id, exc)
+
+    async def _write_batches(self) -> None:
         while True:
             await self._wake.wait()
             await anyio.sleep(self.delay)

@@ -43,6 +43,8 @@ class FileProbe:
         self.short_write: int | None = None
         self.fsync_error: OSError | None = None
         self.on_write: Callable[[], None] | None = None
+        #: called after each fsync of the file (from the worker thread that ran it)
+        self.on_fsync: Callable[[], None] | None = None
         real_write, real_fsync = os.write, os.fsync
 
         def write(fd: int, data: Any) -> int:
@@ -64,6 +66,8 @@ class FileProbe:
                 if self.fsync_error is not None:
                     raise self.fsync_error
             real_fsync(fd)
+            if self._targets(fd) and self.on_fsync is not None:
+                self.on_fsync()
 
         monkeypatch.setattr(os, "write", write)
         monkeypatch.setattr(os, "fsync", fsync)

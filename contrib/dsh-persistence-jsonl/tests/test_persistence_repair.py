@@ -1,4 +1,5 @@
-"""load() is strict: only a torn tail is dropped, an open turn is closed by appending, anything else is an error."""
+"""load() is strict: only a torn tail (a last line without its newline) is dropped, an open turn is closed by
+appending, anything else is an error."""
 
 from __future__ import annotations
 
@@ -64,8 +65,7 @@ def closed_turn() -> list[tuple[str, dict[str, Any]]]:
         b'{"type":"note/x","seq":5,"ti',  # a write cut short
         b'{"type":"note/x","seq":5,"time":1.0,"data":{}}',  # complete JSON, but no newline: never acknowledged
         b"\x00" * 64,  # zeros after a power loss
-        b"garbage\n",  # a last line that is not JSON
-        b"\x00\x00\x00\n",
+        b"garbage",  # whatever it holds: without its newline the line was never acknowledged
     ],
 )
 async def test_torn_last_line_is_truncated(harness: HarnessFactory, root: Path, tail: bytes) -> None:
@@ -107,12 +107,15 @@ async def test_corruption_before_the_last_line_names_file_and_line(
         ('{"type":"","seq":5,"time":1.0,"data":{}}', "event.type"),
         ('{"type":"note/x","seq":5,"time":1.0,"data":{},"extra":1}', "extra"),
         ('{"type":"note/x","seq":5,"time":1.0,"data":{"x":NaN}}', "not JSON"),
+        ("garbage", "not JSON"),  # complete (it has its newline), so fsynced and acknowledged
+        ("\x00\x00\x00", "not JSON"),
+        ('{"type":"turn/start","seq":5,"time":1.0,"data":{"turn":"one"}}', r"turn/start: data\.turn"),
     ],
 )
 async def test_a_bad_event_on_the_last_line_is_corruption(
     harness: HarnessFactory, root: Path, line: str, problem: str
 ) -> None:
-    """A complete last line that is JSON but not a valid next event is corruption, never a torn tail."""
+    """A complete last line that is not a valid next event is corruption, never a torn tail: never dropped."""
     path = write_log(root, closed_turn())
     path.write_bytes(path.read_bytes() + line.encode() + b"\n")
     before = path.read_bytes()
@@ -242,7 +245,7 @@ async def test_malformed_message_in_the_open_turn_names_its_line(harness: Harnes
     path = write_log(root, events)
     before = path.read_bytes()
     async with harness() as ctx:
-        with pytest.raises(SessionCorruptError, match=r":11: cannot close the open turn 2") as caught:
+        with pytest.raises(SessionCorruptError, match=r":11: assistant/message: data\.message\.id") as caught:
             await ctx.session_persistence.load("crafted")
     assert caught.value.line == 11
     assert path.read_bytes() == before

@@ -85,7 +85,7 @@ def _every_event_type() -> list[tuple[str, dict[str, Any]]]:
         ("step/start", {"turn": 1, "step": 1}),
         (
             "request/header",
-            {"config": {"provider": "scripted", "model": "test"}, "system": "be nice", "tools": []},
+            {"config": {"provider": "scripted", "model": "test"}, "system": "be nice", "tools": [], "prefix": []},
         ),
         ("request/header-delta", {"system": "be nicer"}),
         ("assistant/chunk", {"turn": 1, "step": 1, "chunk": TextDelta(0, "let me look").to_json()}),
