@@ -82,6 +82,19 @@ def _connection_lost(exc: BaseException) -> bool:
     )
 
 
+def _session_expired(exc: BaseException) -> bool:
+    """An HTTP server answered 404 for our session id: it restarted or dropped the session.
+
+    The request never ran, so it is safe to send again on a new session (the spec's recovery).
+    """
+    leaf = _leaf(exc)
+    return (
+        isinstance(leaf, MCPError)
+        and leaf.error.code == mcp_types.INVALID_REQUEST
+        and "session" in leaf.error.message.lower()
+    )
+
+
 class ServerConnection:
     """A server, its connection and its tools, registered through ``ctx`` (undone with it)."""
 
@@ -353,7 +366,9 @@ class ServerConnection:
 
     # ------------------------------------------------------------------ calls
 
-    async def call(self, tool_name: str, remote: str, arguments: dict[str, Any]) -> ToolResult:
+    async def call(
+        self, tool_name: str, remote: str, arguments: dict[str, Any], *, again: bool = False
+    ) -> ToolResult:
         """Call ``remote`` on the server (restarting it first if it died) and convert the result."""
         client = await self._client_for_call(tool_name)
         if isinstance(client, ToolResult):
@@ -361,6 +376,9 @@ class ServerConnection:
         try:
             result = await client.call_tool(remote, arguments)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a result the model can read
+            if _session_expired(exc) and not again and self.config.transport == "http":
+                self._mark_lost("it no longer knows this client's session (it restarted?)")
+                return await self.call(tool_name, remote, arguments, again=True)
             if _connection_lost(exc):
                 self._mark_lost(
                     f"the connection broke during a call ({_describe(exc)})", self._read_tail(self._stderr)

@@ -38,25 +38,54 @@ def stdio_demo(signals: Path) -> dict[str, Any]:
     return {"command": sys.executable, "args": [DEMO, "--signals", str(signals)]}
 
 
+class HttpDemo:
+    """The demo server over streamable HTTP on a loopback port bound here; the socket outlives the process.
+
+    So the test can kill the server and start a new one at the same address.
+    """
+
+    def __init__(self, signals: Path) -> None:
+        self._signals = signals
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(16)  # connections queue here until a server process accepts them
+        self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}/mcp"
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        fd = self._sock.fileno()
+        command = [sys.executable, DEMO, "--signals", str(self._signals), "--http", str(fd)]
+        self._process = subprocess.Popen(command, pass_fds=[fd], stderr=subprocess.DEVNULL)
+
+    def kill(self) -> None:
+        if self._process is not None:
+            self._process.kill()
+            self._process.wait(timeout=10)
+            self._process = None
+
+    def close(self) -> None:
+        if self._process is not None:
+            self._process.terminate()
+            self._process.wait(timeout=10)
+            self._process = None
+        self._sock.close()
+
+
 @pytest.fixture
-def http_demo(signals: Path) -> Iterator[dict[str, Any]]:
-    """The demo server over streamable HTTP, on a loopback port bound here; stopped afterwards."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(16)
-    port = sock.getsockname()[1]
-    process = subprocess.Popen(
-        [sys.executable, DEMO, "--signals", str(signals), "--http", str(sock.fileno())],
-        pass_fds=[sock.fileno()],
-        stderr=subprocess.DEVNULL,
-    )
-    sock.close()  # the server holds the listening socket now; connections queue until it accepts
+def http_server(signals: Path) -> Iterator[HttpDemo]:
+    """The demo HTTP server, running; stopped afterwards."""
+    server = HttpDemo(signals)
+    server.start()
     try:
-        yield {"url": f"http://127.0.0.1:{port}/mcp"}
+        yield server
     finally:
-        process.terminate()
-        process.wait(timeout=10)
+        server.close()
+
+
+@pytest.fixture
+def http_demo(http_server: HttpDemo) -> dict[str, Any]:
+    """The configuration of the demo HTTP server."""
+    return {"url": http_server.url}
 
 
 @pytest.fixture

@@ -100,6 +100,15 @@ async def grow(ctx: Context[Any, Any]) -> str:
 
 
 @server.tool()
+async def shrink(ctx: Context[Any, Any]) -> str:
+    """Removes the tool ``extra`` and announces that the tools changed."""
+    server.remove_tool("extra")
+    await ctx.notify_tools_changed()
+    await ctx.session.send_tool_list_changed()
+    return "shrunk"
+
+
+@server.tool()
 def die() -> str:
     """The server process exits in the middle of the call."""
     os._exit(3)

@@ -7,13 +7,22 @@ from typing import Any
 
 import anyio
 import pytest
+from dsh_mcp import Backoff
 
 from dsh_core import CancelSignal
 from dsh_core.testing import call_tool, read_fifo, result_text
 
-from .conftest import Start
+from .conftest import HttpDemo, Start
 
 pytestmark = pytest.mark.anyio
+
+# On trio, the SDK's handshake-era client leaves its standalone GET stream's async generators
+# (httpx2 / httpcore2) to the garbage collector when it closes; trio warns about each. Only those
+# warnings are let through, in the tests using that protocol; docs/plugins/mcp.md names the limit.
+SDK_TRIO_GC = pytest.mark.filterwarnings(
+    r"ignore:Exception ignored in. <async_generator object (PoolByteStream|Response|EventSource)\.:"
+    "pytest.PytestUnraisableExceptionWarning"
+)
 
 
 async def test_http_tools_results_and_headers(start: Start, http_demo: dict[str, Any], signals: Path) -> None:
@@ -53,13 +62,7 @@ async def test_http_cancel_reaches_the_server(start: Start, http_demo: dict[str,
     assert outcome[0].error_code == "ABORTED"
 
 
-# On trio, the SDK's handshake-era client leaves its standalone GET stream's async generators
-# (httpx2 / httpcore2) to the garbage collector when it closes; trio warns about each. Only those
-# warnings are let through here; docs/plugins/mcp.md names the limitation.
-@pytest.mark.filterwarnings(
-    r"ignore:Exception ignored in. <async_generator object (PoolByteStream|Response|EventSource)\.:"
-    "pytest.PytestUnraisableExceptionWarning"
-)
+@SDK_TRIO_GC
 async def test_stopping_the_harness_closes_the_http_session(
     start: Start, http_demo: dict[str, Any], signals: Path
 ) -> None:
@@ -92,3 +95,23 @@ async def test_an_unreachable_http_server_is_one_warning(
     assert "MCP server 'web' failed to start" in warnings[0]
     assert status is not None
     assert status.state == "failed"
+
+
+@SDK_TRIO_GC
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_an_http_server_that_goes_away_is_used_again_when_it_is_back(
+    start: Start, http_server: HttpDemo, protocol: str
+) -> None:
+    """While the server is gone a call ends TIMEOUT; once it is back (a new session if need be) calls work."""
+    server = {"url": http_server.url, "protocol": protocol, "timeout": 3}
+    async with start({"web": server}, backoff=Backoff(initial=0, maximum=0)) as ctx:
+        assert result_text(await call_tool(ctx, "mcp__web__echo", text="one")) == "one"
+        http_server.kill()
+        gone = await call_tool(ctx, "mcp__web__echo", text="two")
+        http_server.start()
+        back = await call_tool(ctx, "mcp__web__echo", text="three")
+        status = ctx.mcp.get("web")
+    assert gone.error_code == "TIMEOUT"
+    assert result_text(back) == "three"
+    assert status is not None
+    assert status.state == "running"

@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 import pytest
 
-from dsh_core import CancelSignal, Image, Text
+from dsh_core import CancelSignal, Context, Image, Text
 from dsh_core.testing import call_tool, read_fifo, result_text
 
 from .conftest import Start
@@ -97,26 +97,42 @@ async def test_timeout_is_timeout_and_cancels_on_the_server(
     assert outcome[0].error_code == "TIMEOUT"
 
 
+class _Watch:
+    """Wraps the tool runtime's ``add`` to signal when a tool of a given name is added or removed."""
+
+    def __init__(self, ctx: Context, name: str) -> None:
+        self.added, self.removed = anyio.Event(), anyio.Event()
+        runtime = ctx.tools.runtime
+        add = runtime.add
+
+        def watched(tool: Any, **kwargs: Any) -> Any:
+            undo = add(tool, **kwargs)
+            if tool.name != name:
+                return undo
+            self.added.set()
+
+            def remove() -> None:
+                undo()
+                self.removed.set()
+
+            return remove
+
+        runtime.add = watched  # type: ignore[method-assign]
+
+
 @pytest.mark.parametrize("protocol", ["auto", "legacy"])
 async def test_tool_list_changes_update_the_registered_tools(
     start: Start, stdio_demo: dict[str, Any], protocol: str
 ) -> None:
-    """notifications/tools/list_changed (either protocol era) registers the server's new tool."""
+    """notifications/tools/list_changed (either protocol era) adds the server's new tool, and removes a gone one."""
     async with start({"demo": {**stdio_demo, "protocol": protocol}}) as ctx:
         assert ctx.tools.get("mcp__demo__extra") is None
-        changed = anyio.Event()
-        runtime = ctx.tools.runtime
-        add = runtime.add
-
-        def watch(tool: Any, **kwargs: Any) -> Any:
-            undo = add(tool, **kwargs)
-            if tool.name == "mcp__demo__extra":
-                changed.set()
-            return undo
-
-        runtime.add = watch  # type: ignore[method-assign]
+        watch = _Watch(ctx, "mcp__demo__extra")
         assert result_text(await call_tool(ctx, "mcp__demo__grow")) == "grown"
-        # pytest's timeout bounds the wait: a loaded CI machine needs more than a few seconds to re-list
-        await changed.wait()
-        result = await call_tool(ctx, "mcp__demo__extra", x=41)
-    assert result_text(result) == "42"
+        # pytest's timeout bounds the waits: a loaded CI machine needs more than a few seconds to re-list
+        await watch.added.wait()
+        added = await call_tool(ctx, "mcp__demo__extra", x=41)
+        assert result_text(await call_tool(ctx, "mcp__demo__shrink")) == "shrunk"
+        await watch.removed.wait()
+        assert ctx.tools.get("mcp__demo__extra") is None
+    assert result_text(added) == "42"
