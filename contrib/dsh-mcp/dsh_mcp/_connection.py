@@ -24,6 +24,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import IO, Any, TextIO, cast
 
 import anyio
+import anyio.abc
 import mcp_types
 from mcp import Client, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -192,13 +193,18 @@ class ServerConnection:
         self._stderr = stderr
         try:
             with anyio.CancelScope(deadline=anyio.current_time() + self.config.startup_timeout) as connecting:
-                async with Client(
-                    open_transport(self.config, stderr=stderr, on_end=self._on_end),
-                    mode=self.config.protocol,
-                    message_handler=self._on_message,
-                    client_info=_client_info(),
-                    cache=None,
-                ) as client:
+                async with (
+                    Client(
+                        open_transport(self.config, stderr=stderr, on_end=self._on_end),
+                        mode=self.config.protocol,
+                        message_handler=self._on_message,
+                        client_info=_client_info(),
+                        cache=None,
+                    ) as client,
+                    anyio.create_task_group() as tasks,
+                ):
+                    if self._announces_tool_changes(client):
+                        await tasks.start(self._listen, client)  # subscribed before listing: no change missed
                     listing = await self._list_tools(client)
                     connecting.deadline = math.inf
                     self._client = client
@@ -208,7 +214,10 @@ class ServerConnection:
                     self._sync_tools(listing)
                     self._state, self._error, started = "running", None, True
                     self._settled.set()
-                    await self._serve(client)
+                    tasks.start_soon(self._follow_tool_changes, client)
+                    if not self._closing:
+                        await self._lost.wait()
+                    tasks.cancel_scope.cancel()
             if connecting.cancelled_caught:
                 cause = f"it was not ready within startup_timeout = {self.config.startup_timeout:g} s"
         except Exception as exc:  # noqa: BLE001 - any failure of a server is reported, never raised into the harness
@@ -227,29 +236,33 @@ class ServerConnection:
             return
         self._failed_start(cause or "the connection ended before it was ready", tail)
 
-    async def _serve(self, client: Client) -> None:
-        """Follow tool-list changes until the connection is lost."""
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self._follow_tool_changes, client)
-            capabilities = client.server_capabilities.tools
-            if (
-                client.protocol_version in MODERN_PROTOCOL_VERSIONS
-                and capabilities is not None
-                and capabilities.list_changed
-            ):
-                tg.start_soon(self._listen, client)
-            if not self._closing:
-                await self._lost.wait()
-            tg.cancel_scope.cancel()
+    def _announces_tool_changes(self, client: Client) -> bool:
+        """Whether a 2026-era server offers tool-change events (sent only to a subscription)."""
+        capabilities = client.server_capabilities.tools
+        return (
+            client.protocol_version in MODERN_PROTOCOL_VERSIONS
+            and capabilities is not None
+            and capabilities.list_changed is True
+        )
 
-    async def _listen(self, client: Client) -> None:
-        """Ask a 2026-era server to announce tool changes (they reach ``_on_message`` too)."""
+    async def _listen(
+        self, client: Client, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Subscribe to a 2026-era server's tool changes (they reach ``_on_message`` too).
+
+        Reports started once the server acknowledged the subscription, or once it failed.
+        """
+        subscribed = False
         try:
             async with client.listen(tools_list_changed=True) as subscription:
+                task_status.started()
+                subscribed = True
                 async for _event in subscription:
                     self._relist.set()
         except Exception as exc:  # noqa: BLE001 - without the stream, changes are missed, nothing else breaks
             logger.debug("MCP server %r: no tool-change subscription (%s)", self.name, _describe(exc))
+        if not subscribed:
+            task_status.started()
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, mcp_types.ToolListChangedNotification):
