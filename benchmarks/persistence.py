@@ -2,9 +2,13 @@
 
 Prints: us per appended event without and with the plugin (the ``session/event`` listener only
 buffers), us per event for the batched write, the cost of a turn-end flush (write + fsync), the
-loop's cost per text step without and with persistence (ratio in the same run), resume time for
-sessions of 10k and 100k events, and bytes on disk per streamed chunk. Budgets (issue 6):
+loop's cost per text step without and with persistence (ratio in the same run), the cost of an
+accepted send's record (written at once since issue 15) and of a send + flush, resume time for
+sessions of 10k and 100k events, and bytes on disk per streamed chunk. Budgets (issues 6, 15):
 persistence adds <= 20% to the per-step overhead; resume of 100k events <= 1 s.
+
+``--baseline DIR`` runs the same measurements, in fresh processes taking turns, against the code of
+another checkout (``git worktree add /tmp/base main~N``) and prints both with their ratio.
 
 The store lives in a temp folder (``$TMPDIR``): put it on the disk you care about, since fsync is
 what a flush costs and tmpfs makes it free. Figures only, never asserted.
@@ -12,14 +16,17 @@ what a flush costs and tmpfs makes it free. Figures only, never asserted.
 
 from __future__ import annotations
 
+import argparse
 import gc
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 from dsh_persistence_jsonl import PersistencePlugin, _writer
@@ -168,48 +175,157 @@ async def bytes_per_chunk(root: Path) -> float:
     return sum(len(line) + 1 for line in chunk_lines) / len(chunk_lines)
 
 
-async def main() -> None:
+async def send_cost(root: Path | None, count: int = 2_000) -> tuple[float, float]:
+    """Seconds per ``inbox/queued`` append (an accepted send's record), and per send + flush."""
+    prompt = UserMessage(content=(Text("a prompt"),)).to_json()
+    async with harness(root, batch_delay=3600) as ctx:
+        session = await ctx.sessions.create("sends")
+        start = time.perf_counter()
+        for index in range(count):
+            session.append("inbox/queued", {"id": f"q{index}", "kind": "send", "message": prompt})
+        appended = (time.perf_counter() - start) / count
+        flushes = 200
+        start = time.perf_counter()
+        for index in range(flushes):
+            session.append("inbox/queued", {"id": f"f{index}", "kind": "send", "message": prompt})
+            await ctx.sessions.flush(session)
+        flushed = (time.perf_counter() - start) / flushes
+    return appended, flushed
+
+
+async def measure() -> dict[str, Any]:
+    """Every figure of this script, in seconds (bytes for the chunk size)."""
     with tempfile.TemporaryDirectory(prefix="dsh-bench-") as temp:
         base = Path(temp)
-        plain_append, _ = await append_cost(None)
-        durable_append, write = await append_cost(base / "appends")
-        median, p90 = await flush_cost(base / "flushes")
-        plain_step = await step_cost(None)
-        durable_step = await step_cost(base / "steps")
+        figures: dict[str, Any] = {}
+        figures["append_plain"], _ = await append_cost(None)
+        figures["append_durable"], figures["write"] = await append_cost(base / "appends")
+        figures["flush_median"], figures["flush_p90"] = await flush_cost(base / "flushes")
+        figures["step_plain"] = await step_cost(None)
+        figures["step_durable"] = await step_cost(base / "steps")
         real_sync = _writer.sync_file
         _writer.sync_file = lambda fd: None  # isolate the write path from the disk's fsync latency
         try:
-            unsynced_step = await step_cost(base / "steps-unsynced")
+            figures["step_unsynced"] = await step_cost(base / "steps-unsynced")
         finally:
             _writer.sync_file = real_sync
-        resumes = [await resume_cost(base / "resume", size) for size in (10_000, 100_000)]
-        chunk = await bytes_per_chunk(base / "chunks")
-    print(f"append, in memory                   {plain_append * 1e6:8.2f} us/event")
+        figures["send_plain"], _ = await send_cost(None)
+        figures["send_durable"], figures["send_flush"] = await send_cost(base / "sends")
+        figures["resumes"] = [await resume_cost(base / "resume", size) for size in (10_000, 100_000)]
+        figures["chunk"] = await bytes_per_chunk(base / "chunks")
+    return figures
+
+
+def report(f: dict[str, Any]) -> None:
+    print(f"append, in memory                   {f['append_plain'] * 1e6:8.2f} us/event")
     print(
-        f"append, persistence loaded          {durable_append * 1e6:8.2f} us/event   (buffered by the listener)"
+        f"append, persistence loaded          {f['append_durable'] * 1e6:8.2f} us/event   (buffered by the listener)"
     )
-    print(f"batched write at flush              {write * 1e6:8.2f} us/event   (encode + one write)")
-    print(f"turn-end flush (30 events + fsync)  {median * 1e3:8.3f} ms median, {p90 * 1e3:.3f} ms p90")
-    ratio = durable_step / plain_step
-    print(f"text step, in memory                {plain_step * 1e6:8.1f} us")
+    print(f"batched write at flush              {f['write'] * 1e6:8.2f} us/event   (encode + one write)")
     print(
-        f"text step, persistence loaded       {durable_step * 1e6:8.1f} us   x{ratio:.2f}  budget <= x1.20"
+        f"turn-end flush (30 events + fsync)  {f['flush_median'] * 1e3:8.3f} ms median, "
+        f"{f['flush_p90'] * 1e3:.3f} ms p90"
+    )
+    ratio = f["step_durable"] / f["step_plain"]
+    print(f"text step, in memory                {f['step_plain'] * 1e6:8.1f} us")
+    print(
+        f"text step, persistence loaded       {f['step_durable'] * 1e6:8.1f} us   x{ratio:.2f}  budget <= x1.20"
         f"  (turns of 100 steps, fsync at turn end)"
     )
     print(
-        f"text step, persistence without fsync {unsynced_step * 1e6:7.1f} us   x{unsynced_step / plain_step:.2f}"
-        f"  (the batched write path alone)"
+        f"text step, persistence without fsync {f['step_unsynced'] * 1e6:7.1f} us   "
+        f"x{f['step_unsynced'] / f['step_plain']:.2f}  (the batched write path alone)"
     )
-    for count, load, resume, baseline in resumes:
+    print(
+        f"inbox/queued append                 {f['send_plain'] * 1e6:8.2f} us in memory, "
+        f"{f['send_durable'] * 1e6:.2f} us persisted; with a flush {f['send_flush'] * 1e3:.3f} ms"
+    )
+    for count, load, resume, baseline in f["resumes"]:
         print(
             f"resume of {count:>7} events           {resume * 1e3:8.1f} ms   budget <= 1000 ms; load() alone "
             f"{load * 1e3:.1f} ms, bare json.loads of its lines {baseline * 1e3:.1f} ms"
         )
-    print(f"bytes on disk per streamed chunk    {chunk:8.1f} B")
+    print(f"bytes on disk per streamed chunk    {f['chunk']:8.1f} B")
     print(f"(store in {tempfile.gettempdir()}, {os.uname().sysname}, Python {sys.version.split()[0]})")
 
 
+def _run_figures(backend: str, code: Path | None) -> dict[str, Any]:
+    """The figures measured in a fresh process, on the code of ``code`` (a checkout) or of this one."""
+    env = dict(os.environ)
+    if code is not None:  # ahead of the editable installs of this checkout
+        paths = [str(code), str(code / "contrib" / "dsh-persistence-jsonl")]
+        env["PYTHONPATH"] = os.pathsep.join([*paths, env.get("PYTHONPATH", "")])
+    done = subprocess.run(
+        [sys.executable, __file__, "--figures", backend], env=env, capture_output=True, text=True, check=True
+    )
+    figures: dict[str, Any] = json.loads(done.stdout)
+    return figures
+
+
+def _best(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each figure's best (lowest) value over ``runs``; the resume list element by element."""
+    best = dict(runs[0])
+    for run in runs[1:]:
+        for key, value in run.items():
+            if key == "resumes":
+                best[key] = [
+                    [min(a, b) for a, b in zip(old, new, strict=True)]
+                    for old, new in zip(best[key], value, strict=True)
+                ]
+            else:
+                best[key] = min(best[key], value)
+    return best
+
+
+def compare(baseline: Path, rounds: int, backends: list[str]) -> None:
+    """This checkout against ``baseline``, measured in turns, per backend."""
+    for backend in backends:
+        mine: list[dict[str, Any]] = []
+        theirs: list[dict[str, Any]] = []
+        for _ in range(rounds):
+            theirs.append(_run_figures(backend, baseline))
+            mine.append(_run_figures(backend, None))
+        new, old = _best(mine), _best(theirs)
+        print(
+            f"--- {backend}: this checkout, then the baseline {baseline} (best of {rounds} each, taking turns)"
+        )
+        rows = [
+            ("append, in memory (us/event)", "append_plain", 1e6),
+            ("append, persistence (us/event)", "append_durable", 1e6),
+            ("text step, in memory (us)", "step_plain", 1e6),
+            ("text step, persistence (us)", "step_durable", 1e6),
+            ("text step, persistence, no fsync (us)", "step_unsynced", 1e6),
+            ("inbox/queued append, persistence (us)", "send_durable", 1e6),
+            ("send + flush (ms)", "send_flush", 1e3),
+            ("turn-end flush, median (ms)", "flush_median", 1e3),
+        ]
+        for label, key, scale in rows:
+            print(f"{label:40} {new[key] * scale:9.2f} {old[key] * scale:9.2f}   x{new[key] / old[key]:.2f}")
+        new_ratio = new["step_durable"] / new["step_plain"]
+        old_ratio = old["step_durable"] / old["step_plain"]
+        print(
+            f"{'persistence per step vs in memory':40} {new_ratio:8.2f}x {old_ratio:8.2f}x   budget <= x1.20"
+        )
+        for (count, _, resume, _), (_, _, old_resume, _) in zip(new["resumes"], old["resumes"], strict=True):
+            print(
+                f"{f'resume of {count} events (ms)':40} {resume * 1e3:9.1f} {old_resume * 1e3:9.1f}   x{resume / old_resume:.2f}"
+            )
+
+
 if __name__ == "__main__":
-    for backend in ("asyncio", "trio"):
-        print(f"--- {backend}")
-        anyio.run(main, backend=backend)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--baseline", type=Path, help="a checkout to compare with (e.g. a git worktree of main)"
+    )
+    parser.add_argument("--rounds", type=int, default=2, help="runs of each checkout with --baseline")
+    parser.add_argument("--backend", action="append", help="asyncio, trio (default: both)")
+    parser.add_argument("--figures", metavar="BACKEND", help=argparse.SUPPRESS)  # one run, as JSON
+    args = parser.parse_args()
+    if args.figures:
+        print(json.dumps(anyio.run(measure, backend=args.figures)))
+    elif args.baseline:
+        compare(args.baseline.resolve(), args.rounds, args.backend or ["asyncio", "trio"])
+    else:
+        for backend in ("asyncio", "trio"):
+            print(f"--- {backend}")
+            report(anyio.run(measure, backend=backend))
