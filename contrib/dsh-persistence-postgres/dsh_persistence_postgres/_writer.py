@@ -27,7 +27,7 @@ import anyio.to_thread
 import psycopg
 
 from dsh_core import SessionEvent
-from dsh_core.session_log import InboxClearedEvent, InboxQueuedEvent
+from dsh_core.session_log import ContextMessageEvent, InboxClearedEvent, InboxQueuedEvent
 
 from ._database import Claim, Database
 from ._errors import PersistenceError, SessionWriteError
@@ -46,7 +46,7 @@ URGENT: Final = frozenset({InboxQueuedEvent.type, InboxClearedEvent.type})
 def is_urgent(session: Session, event: SessionEvent) -> bool:
     """Whether ``event`` is committed at once: an inbox record, or context injected while idle (§9.1)."""
     kind = event.type
-    return kind in URGENT or (kind == "context/message" and session.open_turn is None)
+    return kind in URGENT or (kind == ContextMessageEvent.type and session.open_turn is None)
 
 
 class Journal:

@@ -11,14 +11,23 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from dsh_core import SessionEvent
+from dsh_core.session_log import (
+    AssistantMessageEvent,
+    InboxClearedEvent,
+    PromptBlockedEvent,
+    SteeringMessageEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+    UserMessageEvent,
+)
 
 __all__ = ["interrupted_turn", "outcomes_of", "turns_started"]
 
-_TURN_START = "turn/start"
-_TURN_END = "turn/end"
-_ASSISTANT = "assistant/message"
-_CONSUMERS = frozenset({"user/message", "steering/message", "prompt/blocked"})
-_CLEARED = "inbox/cleared"
+_TURN_START = TurnStartEvent.type
+_TURN_END = TurnEndEvent.type
+_ASSISTANT = AssistantMessageEvent.type
+_CONSUMERS = frozenset({UserMessageEvent.type, SteeringMessageEvent.type, PromptBlockedEvent.type})
+_CLEARED = InboxClearedEvent.type
 #: turn/end reasons that mean the turn's worker went away rather than the turn finishing
 _LOST = frozenset({"interrupted", "disposed"})
 
