@@ -257,6 +257,13 @@ EndKind: TypeAlias = Literal[
 _END_KINDS: Final = frozenset(typing.get_args(EndKind))
 
 
+def _failure_of_error(instance: Any, attribute: attrs.Attribute[Any], value: object) -> None:
+    """A turn that ended ``error`` says why (SPEC §7: ``error`` adds ``failure``)."""
+    if instance.kind == "error" and value is None:
+        msg = f"{_where(instance, attribute)}: missing; a turn that ended 'error' carries its failure"
+        raise ValueError(msg)
+
+
 @attrs.frozen
 class TurnEnd:
     """How a turn ended (SPEC §3): ``kind``, the ``failure`` of an ``error``, the ``reason`` of ``stopped``.
@@ -265,7 +272,9 @@ class TurnEnd:
     """
 
     kind: EndKind = attrs.field(validator=_one_of(_END_KINDS))
-    failure: Failure | None = attrs.field(default=None, validator=_is(Failure, optional=True), metadata=_OMIT)
+    failure: Failure | None = attrs.field(
+        default=None, validator=[_is(Failure, optional=True), _failure_of_error], metadata=_OMIT
+    )
     reason: str | None = attrs.field(default=None, validator=_optional_str, metadata=_OMIT)
 
     def to_json(self) -> FrozenDict:

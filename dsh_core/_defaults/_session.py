@@ -472,14 +472,14 @@ class Session:
         """A ``turn/start`` or ``turn/end`` numbered right for the open turn."""
         if event_type == TurnStartEvent.type:
             if self._open_turn is not None:
-                msg = f"{event_type}: turn {turn} cannot start while turn {self._open_turn} is open (no turn/end yet)"
+                msg = f"{event_type}: data.turn: turn {turn} cannot start while turn {self._open_turn} is open (no turn/end yet)"
                 raise EventDataError(msg, event_type=event_type, field="data.turn")
             if turn <= self._last_turn:
-                msg = f"{event_type}: turn {turn} does not follow turn {self._last_turn}; turn numbers only grow"
+                msg = f"{event_type}: data.turn: turn {turn} does not follow turn {self._last_turn}; turn numbers only grow"
                 raise EventDataError(msg, event_type=event_type, field="data.turn")
         elif turn != self._open_turn:
             state = "no turn is open" if self._open_turn is None else f"the open turn is {self._open_turn}"
-            msg = f"{event_type}: turn {turn} cannot end: {state}"
+            msg = f"{event_type}: data.turn: turn {turn} cannot end: {state}"
             raise EventDataError(msg, event_type=event_type, field="data.turn")
 
     def _fold(self, seq: int, op: SurfaceOp | None, message: Message) -> None:

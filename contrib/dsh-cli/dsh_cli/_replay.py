@@ -20,6 +20,7 @@ from rich.text import Text
 
 from dsh_core import installed_plugins
 from dsh_core.llm import ModelInfo
+from dsh_core.session_log import RequestHeaderEvent
 from dsh_core.testing import ReplayReport, replay_session
 from dsh_core.testing._replay import DEFAULT_MODEL_INFO
 
@@ -53,7 +54,7 @@ def replay_config(config: Mapping[str, Any]) -> dict[str, Any]:
 def _model_info(ctx: Context, events: Any) -> ModelInfo:
     """The recorded model's window as the configured adapter reports it (compaction depends on it)."""
     for event in events:
-        if event.type == "request/header":
+        if event.type == RequestHeaderEvent.type:
             config = event.data["config"]
             try:
                 info = ctx.llm.model_info(f"{config['provider']}/{config['model']}")

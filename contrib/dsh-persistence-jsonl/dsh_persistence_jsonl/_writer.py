@@ -39,6 +39,7 @@ import anyio
 import attrs
 
 from dsh_core import SessionEvent
+from dsh_core.session_log import ContextMessageEvent, InboxClearedEvent, InboxQueuedEvent
 
 from ._errors import PersistenceError, SessionConflictError, SessionWriteError
 from ._format import Header, encode_event, encode_header
@@ -54,13 +55,13 @@ __all__ = ["URGENT_TYPES", "BatchWriter", "Journal", "Reservation", "fsync_dir",
 logger = logging.getLogger("dsh.persistence_jsonl")
 
 #: event types written and fsynced at once, never batched: the durable inbox (SPEC §3, §9.1)
-URGENT_TYPES: Final = frozenset({"inbox/queued", "inbox/cleared"})
+URGENT_TYPES: Final = frozenset({InboxQueuedEvent.type, InboxClearedEvent.type})
 
 
 def is_urgent(session: Session, event: SessionEvent) -> bool:
     """Whether ``event`` skips the batch window: an inbox record, or context injected between turns."""
     kind = event.type
-    return kind in URGENT_TYPES or (kind == "context/message" and session.open_turn is None)
+    return kind in URGENT_TYPES or (kind == ContextMessageEvent.type and session.open_turn is None)
 
 
 @attrs.frozen

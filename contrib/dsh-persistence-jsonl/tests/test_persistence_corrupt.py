@@ -50,7 +50,7 @@ VARIANTS: list[tuple[str, dict[str, Any], str]] = [
     ("turn/end", {"reason": 5}, "data.turn"),
     ("turn/end", {"turn": 1, "reason": 5}, "data.reason"),
     ("turn/end", {"turn": 1, "reason": {"kind": "finished"}}, "data.reason.kind"),
-    ("turn/end", {"turn": 1, "reason": {"kind": "error"}}, "data.reason.failure"),
+    ("turn/end", {"turn": 1, "reason": {"kind": "error"}}, "data.reason"),  # the message names failure
     ("request/header", {"bogus": True}, "data.config"),
     (
         "request/header",
