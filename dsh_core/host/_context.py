@@ -21,6 +21,12 @@ from dsh_core.vocabulary._errors import DuplicateRegistrationError, MissingServi
 
 if TYPE_CHECKING:
     from dsh_core.host._dispatch import Dispatcher
+    from dsh_core.services.agents import AgentsService
+    from dsh_core.services.llm_runtime import LlmService
+    from dsh_core.services.sessions import SessionsService
+    from dsh_core.services.subagents import SubagentsService
+    from dsh_core.services.system_prompt import SystemPromptService
+    from dsh_core.services.tools import ToolsService
 
 __all__ = ["INHERIT", "Context", "Disposer", "Effect", "Services"]
 
@@ -72,6 +78,15 @@ class Context:
     provides raises ``MissingServiceError`` (an ``AttributeError``, so ``getattr(ctx, name, None)``
     works for optional ones).
     """
+
+    # The core services, typed for mypy by the Protocol a provider must satisfy; at run time
+    # they are looked up by ``__getattr__`` like any other service.
+    sessions: SessionsService
+    llm: LlmService
+    tools: ToolsService
+    system_prompt: SystemPromptService
+    agents: AgentsService
+    subagents: SubagentsService
 
     def __init__(
         self,

@@ -20,16 +20,7 @@ if TYPE_CHECKING:
     from dsh_core.host._context import Context, Disposer
     from dsh_core.session_log._event import SessionEvent
 
-__all__ = [
-    "AgentEvents",
-    "AgentFactory",
-    "AgentRegistry",
-    "AgentsPlugin",
-    "AgentsView",
-    "MissingAgentFactoryError",
-    "agent_events",
-    "assemble_context_for",
-]
+__all__ = ["AgentEvents", "AgentFactory", "AgentRegistry", "AgentsPlugin", "AgentsService", "AgentsView", "MissingAgentFactoryError", "agent_events", "assemble_context_for"]
 
 _T = TypeVar("_T")
 
@@ -65,6 +56,41 @@ class AgentFactory(Protocol):
         setup: Setup | None = None,
         run_pending: bool = False,
     ) -> AgentHandle: ...
+
+
+class AgentsService(Protocol):
+    """What ``ctx.agents`` offers, and what a replacement ``agents`` service must provide (after ``bind(ctx)``)."""
+
+    def set_factory(self, factory: AgentFactory) -> Disposer: ...
+
+    async def create(
+        self,
+        session_id: str,
+        *,
+        meta: Mapping[str, Any] | None = None,
+        seed: Sequence[SessionEvent] | None = None,
+        agent_options: AgentOptions | None = None,
+        setup: Setup | None = None,
+    ) -> AgentHandle: ...
+
+    async def resume(
+        self,
+        resume_session_id: str,
+        *,
+        agent_options: AgentOptions | None = None,
+        setup: Setup | None = None,
+        run_pending: bool = False,
+    ) -> AgentHandle: ...
+
+    def enter(self, agent: Agent) -> Callable[[], None]: ...
+
+    async def announce(self, agent: Agent) -> None: ...
+
+    def is_announced(self, agent: Agent) -> bool: ...
+
+    def get(self, agent_id: str) -> Agent | None: ...
+
+    def list(self) -> tuple[Agent, ...]: ...
 
 
 class _Entry:

@@ -19,7 +19,7 @@ import inspect
 import logging
 from collections.abc import AsyncGenerator, Callable
 from types import AsyncGeneratorType
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
 import anyio
 
@@ -40,7 +40,7 @@ from dsh_core.vocabulary._llm_types import (
 if TYPE_CHECKING:
     from dsh_core.host._context import Context, Disposer
 
-__all__ = ["LlmPlugin", "LlmRuntime", "UnknownProviderError", "failure_from_exception"]
+__all__ = ["LlmPlugin", "LlmRuntime", "LlmService", "UnknownProviderError", "failure_from_exception"]
 
 logger = logging.getLogger("dsh.llm")
 
@@ -58,6 +58,21 @@ class UnknownProviderError(DshError, LookupError):
         super().__init__(message)
         self.provider = provider
         self.registered = registered
+
+
+class LlmService(Protocol):
+    """What ``ctx.llm`` offers, and what a replacement ``llm`` service must provide (after ``bind(ctx)``)."""
+
+    def register_adapter(self, provider: str, adapter: LlmAdapter) -> Disposer: ...
+
+    @property
+    def providers(self) -> tuple[str, ...]: ...
+
+    def resolve(self, model_string: str) -> tuple[str, str, LlmAdapter]: ...
+
+    def model_info(self, model_string: str) -> ModelInfo: ...
+
+    def stream(self, request: LlmRequest) -> AsyncGenerator[Chunk, None]: ...
 
 
 class _Route:

@@ -9,7 +9,7 @@ The sessions themselves (``Session``, ``SessionMeta``) live in ``_session``.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 import anyio
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from dsh_core.host._context import Context
     from dsh_core.host._dispatch import Dispatcher
 
-__all__ = ["Detach", "Session", "SessionMeta", "SessionStore", "SessionsPlugin", "Validator"]
+__all__ = ["Detach", "Session", "SessionMeta", "SessionStore", "SessionsPlugin", "SessionsService", "Validator"]
 
 #: Removes a session from the store; async, idempotent, never removes a later same-id session.
 Detach: TypeAlias = Callable[[], Awaitable[None]]
@@ -45,6 +45,47 @@ class _StoreState:
         self.events = events
         self.sessions: dict[str, _Entry] = {}
         self.closed = False
+
+
+class SessionsService(Protocol):
+    """What ``ctx.sessions`` offers, and what a replacement ``sessions`` service must provide.
+
+    A replacement is provided under the name ``sessions``; if it has ``bind(ctx)``, the context
+    sees what that returns, which must satisfy this Protocol (sessions entered through a bound
+    view are detached when its context is disposed).
+    """
+
+    def prepare(
+        self,
+        id: str,
+        *,
+        meta: SessionMeta | Mapping[str, Any] | None = None,
+        seed: Iterable[SessionEvent | tuple[str, Mapping[str, Any]]] = (),
+    ) -> Session: ...
+
+    async def enter(self, session: Session) -> Detach: ...
+
+    async def announce(self, session: Session) -> None: ...
+
+    def enter_now(self, session: Session) -> Detach: ...
+
+    async def create(
+        self,
+        id: str,
+        *,
+        meta: SessionMeta | Mapping[str, Any] | None = None,
+        seed: Iterable[SessionEvent | tuple[str, Mapping[str, Any]]] = (),
+    ) -> Session: ...
+
+    def get(self, id: str) -> Session | None: ...
+
+    def list(self) -> tuple[Session, ...]: ...
+
+    async def flush(self, session: Session) -> None: ...
+
+    async def fork(
+        self, source: Session, upto_seq: int, child_id: str, *, meta: SessionMeta | None = None
+    ) -> Session: ...
 
 
 class SessionStore:

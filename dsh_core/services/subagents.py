@@ -30,18 +30,7 @@ if TYPE_CHECKING:
     from dsh_core.host._context import Context, Disposer, Effect
     from dsh_core.vocabulary._agent_types import Agent
 
-__all__ = [
-    "SubagentError",
-    "SubagentProvider",
-    "SubagentRefusedError",
-    "SubagentRegistry",
-    "SubagentRegistryPlugin",
-    "SubagentRequest",
-    "SubagentResult",
-    "SubagentRun",
-    "SubagentsView",
-    "UnknownSubagentProviderError",
-]
+__all__ = ["SubagentError", "SubagentProvider", "SubagentRefusedError", "SubagentRegistry", "SubagentRegistryPlugin", "SubagentRequest", "SubagentResult", "SubagentRun", "SubagentsService", "SubagentsView", "UnknownSubagentProviderError"]
 
 
 # ---------------------------------------------------------------------- errors
@@ -182,6 +171,18 @@ class SubagentProvider(Protocol):
 
 
 # ---------------------------------------------------------------------- the registry
+
+
+class SubagentsService(Protocol):
+    """What ``ctx.subagents`` offers, and what a replacement must provide (after ``bind(ctx)``)."""
+
+    def register_provider(self, name: str, provider: SubagentProvider) -> Disposer: ...
+
+    def get(self, name: str) -> SubagentProvider | None: ...
+
+    def list(self) -> tuple[str, ...]: ...
+
+    async def start(self, name: str, request: SubagentRequest) -> SubagentRun: ...
 
 
 class _OwnedRun:

@@ -13,7 +13,7 @@ import inspect
 import math
 import re
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias
 
 import attrs
 
@@ -29,20 +29,7 @@ if TYPE_CHECKING:
     from dsh_core.host._context import Context, Disposer
     from dsh_core.vocabulary._agent_types import Agent
 
-__all__ = [
-    "DEFAULT_PERSONA",
-    "HARNESS_IDENTITY",
-    "Assembly",
-    "AssemblyContext",
-    "PromptSection",
-    "SectionText",
-    "SystemPrompt",
-    "SystemPromptConfig",
-    "SystemPromptPlugin",
-    "SystemPromptView",
-    "VariableProvider",
-    "render_prompt",
-]
+__all__ = ["DEFAULT_PERSONA", "HARNESS_IDENTITY", "Assembly", "AssemblyContext", "PromptSection", "SectionText", "SystemPrompt", "SystemPromptConfig", "SystemPromptPlugin", "SystemPromptService", "SystemPromptView", "VariableProvider", "render_prompt"]
 
 HARNESS_IDENTITY = "You are an AI agent running in dsh, an extensible agent harness."
 
@@ -124,6 +111,18 @@ class _Variable:
 
 def _where(scope: str | None) -> str:
     return "the global layer" if scope is None else f"the layer of agent {scope!r}"
+
+
+class SystemPromptService(Protocol):
+    """What ``ctx.system_prompt`` offers, and what a replacement must provide (after ``bind(ctx)``)."""
+
+    def section(self, name: str, text: SectionText, order: float = 0) -> Disposer: ...
+
+    def variable(self, name: str, provider: VariableProvider) -> Disposer: ...
+
+    async def assemble(self, context: AssemblyContext | Agent | None = None) -> Assembly: ...
+
+    def render(self, assembly: Assembly) -> str: ...
 
 
 class SystemPrompt:

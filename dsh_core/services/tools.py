@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from dsh_core.host._context import Context, Disposer
     from dsh_core.vocabulary._agent_types import Agent
 
-__all__ = ["ApprovalService", "Guard", "ToolRuntime", "ToolsPlugin", "ToolsView"]
+__all__ = ["ApprovalService", "Guard", "ToolRuntime", "ToolsPlugin", "ToolsService", "ToolsView"]
 
 #: A monotonic policy: returns a reason to deny the call, or ``None``; sync or async.
 Guard: TypeAlias = "Callable[[ToolExecution], str | Awaitable[str | None] | None]"
@@ -58,6 +58,30 @@ class ApprovalService(Protocol):
 
 _ALLOW = Allow()
 _ACCEPT = Accept()
+
+
+class ToolsService(Protocol):
+    """What ``ctx.tools`` offers, and what a replacement ``tools`` service must provide (after ``bind(ctx)``).
+
+    Registrations made through a bound view belong to its context: they are undone when it is
+    disposed, and through an agent's context they are that agent's own.
+    """
+
+    def register(self, tool_or_function: Tool | Callable[..., Any]) -> Disposer: ...
+
+    def guard(self, guard: Guard) -> Disposer: ...
+
+    def restrict(self, names: Iterable[str]) -> Disposer: ...
+
+    def get(self, name: str, agent: AgentRef = None) -> Tool | None: ...
+
+    def names(self, agent: AgentRef = None) -> tuple[str, ...]: ...
+
+    def schemas(self, agent: AgentRef = None) -> tuple[FrozenDict, ...]: ...
+
+    def is_parallel_safe(self, name: str, arguments: str | Mapping[str, Any], agent: AgentRef = None) -> bool: ...
+
+    async def execute(self, execution: ToolExecution) -> ToolResult: ...
 
 
 @attrs.frozen

@@ -315,7 +315,7 @@ class _Check:
             async with self.runtime() as (ctx, spy):
 
                 async def open_runtime() -> AsyncIterator[Chunk]:
-                    return ctx.llm.stream(self.request())  # type: ignore[no-any-return]
+                    return ctx.llm.stream(self.request())
 
                 seen = await self.cancel_mid_stream(open_runtime, where)
             opened = spy.streams
