@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from collections import Counter
 
     from dsh_core import Context, Session
-    from dsh_core._agent_types import Agent
+    from dsh_core.vocabulary import Agent
 
 
 class _Stop:
