@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Mapping, Sequence
 from datetime import timedelta
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -300,7 +300,7 @@ class RemoteSession:
         """End the session's workflow after its running turn (the log stays in the store)."""
         await self._handle.signal(SessionWorkflow.close)
 
-    async def events(self, after_seq: int = -1) -> AsyncIterator[SessionEvent]:
+    async def events(self, after_seq: int = -1) -> AsyncGenerator[SessionEvent, None]:
         """The session's log after ``after_seq``, then live events as they are stored, until you stop.
 
         Only durable events come: from the shared store when the client has ``persistence=``,
