@@ -14,6 +14,7 @@ meanwhile (steering reaches the running turn at its next step). It returns a sma
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -67,6 +68,14 @@ def heartbeat_interval(heartbeat_timeout: float) -> float:
     return min(1.0, heartbeat_timeout / 3)
 
 
+def takes_inject_id(agent: Agent) -> bool:
+    """Whether ``agent.inject`` takes a caller-chosen ``id`` (idempotent per id, like ``send``)."""
+    try:
+        return "id" in inspect.signature(agent.inject).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 class _Fed:
     """What this attempt handed the agent, and (on a retry) the injects the lost attempt logged."""
 
@@ -78,9 +87,10 @@ class _Fed:
     def feed(self, agent: Agent, message: PendingMessage) -> None:
         """Hand one engine message to the agent under its id, once.
 
-        Sends and steers are idempotent per id in the agent. An inject has no id there, so a
-        retried attempt skips an inject the lost attempt already logged (same content and source
-        after the turn's ``after_seq``), one logged copy for each.
+        Sends and steers are idempotent per id in the agent, and so are injects where
+        ``agent.inject`` takes an ``id``. Where it does not, a retried attempt skips an inject the
+        lost attempt already logged (same content and source after the turn's ``after_seq``), one
+        logged copy for each.
         """
         if message.id in self.ids:
             return
@@ -90,6 +100,10 @@ class _Fed:
         if message.kind == "steer":
             agent.steer(content, message.source, id=message.id)
         elif message.kind == "inject":
+            if takes_inject_id(agent):  # the agent is idempotent per id: the log has our id
+                inject: Any = agent.inject
+                inject(content, message.source, id=message.id)
+                return
             key = inject_key(message.content, message.source)
             if self._logged and self._logged[key] > 0:
                 self._logged[key] -= 1
