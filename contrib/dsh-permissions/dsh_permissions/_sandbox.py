@@ -9,7 +9,8 @@ In full-access mode, or with ``sandbox = "off"``, commands run unconfined.
 
 What works here is probed once, by running ``cat /proc/self/status`` confined with every feature
 and then with fewer (bubblewrap may be missing or old, the kernel may refuse user namespaces or
-be too old for a pid_max per namespace); the probe checks inside that ``CapEff`` is 0. With
+be too old for a pid_max per namespace); the probe checks inside that ``CapEff`` is 0 and, as
+root, that ``pid_max`` is the one bwrap was handed. With
 ``sandbox = "required"`` a command is refused unless every guarantee holds, with a message naming
 the missing ones; with ``auto`` it runs with what works (unconfined when nothing does) and one
 warning names what is missing.
@@ -31,7 +32,7 @@ import anyio.to_thread
 import attrs
 
 from ._config import Mode, SandboxSetting
-from ._confine import GUARANTEES, Guarantee, Profile, confined_argv, hidden_paths
+from ._confine import GUARANTEES, Guarantee, Profile, confined_argv, hidden_paths, pid_max_for
 
 if TYPE_CHECKING:
     from dsh_core import ToolExecution
@@ -179,10 +180,10 @@ class BwrapSandbox:
                 "(6.14 or later is needed; RLIMIT_NPROC does not limit root)"
             )
             return Profile(bwrap=bwrap, process_cap=None), why
-        unshare, sh = shutil.which("unshare"), shutil.which("sh")
-        if unshare is None or sh is None:
-            return Profile(bwrap=bwrap, process_cap=None), "unshare (util-linux) is not installed"
-        return Profile(bwrap=bwrap, process_cap="pid-max", helper=(unshare, sh)), None
+        sh = shutil.which("sh")
+        if sh is None:
+            return Profile(bwrap=bwrap, process_cap=None), "no sh on PATH (it hands bwrap the pid_max)"
+        return Profile(bwrap=bwrap, process_cap="pid-max", helper=(sh,)), None
 
     async def _probe(self) -> SandboxStatus:
         executable = shutil.which(self._bwrap)
@@ -221,12 +222,12 @@ class BwrapSandbox:
         return SandboxStatus(False, executable, "; ".join(problems), tuple(GUARANTEES))
 
     async def _try(self, profile: Profile, private: str) -> int | str:
-        """Run the probe in ``profile``: the CapEff inside, or why it failed."""
+        """Run the probe in ``profile``: the CapEff inside, or why it failed (the pid_max it sets included)."""
         argv = [
             *self._run_as,
             *confined_argv(
                 profile,
-                ["cat", "/proc/self/status"],
+                ["cat", "/proc/self/status", "/proc/sys/kernel/pid_max"],
                 cwd=private,
                 writable=False,
                 max_processes=self._max_processes,
@@ -253,7 +254,13 @@ class BwrapSandbox:
                 f"{profile.bwrap} failed its probe ({_features(profile)}; exit {done.returncode}): "
                 f"{detail or 'no message'}"
             )
-        found = _CAP_EFF.search(done.stdout.decode("utf-8", "replace"))
+        output = done.stdout.decode("utf-8", "replace")
+        if profile.process_cap == "pid-max":
+            expected = str(pid_max_for(self._max_processes))
+            seen = output.split()[-1] if output.split() else "nothing"
+            if seen != expected:
+                return f"{profile.bwrap} did not set the sandbox's pid_max (it reads {seen}, not {expected})"
+        found = _CAP_EFF.search(output)
         return int(found.group(1), 16) if found else -1
 
     # ------------------------------------------------------------------ use
