@@ -45,6 +45,7 @@ __all__ = [
     "confined_argv",
     "hidden_paths",
     "pid_max_for",
+    "system_mounts",
 ]
 
 #: The guarantees of SPEC §9.3, each named by what it keeps from the command.
@@ -129,14 +130,19 @@ def _within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def _system_mounts(read_only: Sequence[str]) -> list[str]:
+def system_mounts(read_only: Sequence[str] = ()) -> tuple[str, ...]:
+    """The bwrap arguments that show the system directories present here, and ``read_only``, read-only.
+
+    They depend only on the host's layout, so a sandbox computes them once (``confined_argv``'s
+    ``system``); the hidden paths, which the user may create at any time, are looked at per command.
+    """
     args: list[str] = []
     for path in (*SYSTEM_DIRS, *read_only):
         if os.path.islink(path) and path in SYSTEM_DIRS:
             args += ["--symlink", os.readlink(path), path]  # merged /usr: /bin -> usr/bin
         elif os.path.exists(path):
             args += ["--ro-bind", path, path]
-    return args
+    return tuple(args)
 
 
 def _hidden_mounts(hidden: Sequence[str], empty_file: str) -> list[str]:
@@ -160,9 +166,13 @@ def confined_argv(
     empty_file: str,
     home: str | None,
     read_only: Sequence[str] = (),
+    system: Sequence[str] | None = None,
     network: bool = False,
 ) -> list[str]:
-    """``argv`` run in ``cwd`` (the workspace, writable when ``writable``) inside the sandbox ``profile`` allows."""
+    """``argv`` run in ``cwd`` (the workspace, writable when ``writable``) inside the sandbox ``profile`` allows.
+
+    ``system`` is ``system_mounts(read_only)`` computed earlier; ``None`` computes it now.
+    """
     wrapper: list[str] = []
     command = list(argv)
     if profile.process_cap == "rlimit":
@@ -184,7 +194,7 @@ def confined_argv(
     if not network:
         args.append("--unshare-net")
     args += ["--cap-drop", "ALL", "--die-with-parent", "--new-session"]
-    args += _system_mounts(read_only)
+    args += system_mounts(read_only) if system is None else system
     # /proc/sys read-only (bwrap leaves it writable): as root, a command could otherwise change
     # host-wide kernel settings (core_pattern runs a program as the host's root) and its pid_max.
     # The bind's source is the host's /proc/sys; what a read shows follows the reader's namespaces.

@@ -32,7 +32,7 @@ import anyio.to_thread
 import attrs
 
 from ._config import Mode, SandboxSetting
-from ._confine import GUARANTEES, Guarantee, Profile, confined_argv, hidden_paths, pid_max_for
+from ._confine import GUARANTEES, Guarantee, Profile, confined_argv, hidden_paths, pid_max_for, system_mounts
 
 if TYPE_CHECKING:
     from dsh_core import ToolExecution
@@ -117,6 +117,7 @@ class BwrapSandbox:
         self._probing: anyio.Event | None = None
         self._warned = False
         self._private: str | None = None
+        self._system: tuple[str, ...] | None = None
 
     @property
     def setting(self) -> SandboxSetting:
@@ -315,8 +316,15 @@ class BwrapSandbox:
                 empty_file=os.path.join(private, "empty"),
                 home=self._home,
                 read_only=self._read_only,
+                system=self._system_mounts(),
             ),
         ]
+
+    def _system_mounts(self) -> tuple[str, ...]:
+        """The system directories' mounts, looked up on first use (the host's layout does not change under us)."""
+        if self._system is None:
+            self._system = system_mounts(self._read_only)
+        return self._system
 
 
 def _features(profile: Profile) -> str:
