@@ -1,6 +1,6 @@
 """The cost of the sandbox: a ``bash`` call of ``true`` confined against unconfined, and against an older dsh.
 
-Run: ``.venv/bin/python benchmarks/sandbox.py [--baseline DIR]``. Prints figures, asserts nothing.
+Run: ``.venv/bin/python benchmarks/sandbox.py [--baseline DIR ...]``. Prints figures, asserts nothing.
 Each figure is one ``bash`` call through the whole tool pipeline (workspace + permissions
 plugins, the sandbox required), as the harness's user (root in CI): the median and the fastest of
 ``ROUNDS`` rounds of ``CALLS`` calls, each round measuring every variant in turn. ``unconfined``
@@ -9,7 +9,8 @@ is the same call in full-access mode.
 ``--baseline DIR`` also measures the sandbox of another checkout of dsh, e.g. main before the
 sandbox changed (``git worktree add /tmp/dsh-before <commit>``): this script runs again as a child
 with that checkout's packages first on ``sys.path``, in this same run, and the ratio is printed.
-Budget (issue 14): the confined call no slower than the older sandbox's.
+Give it more than once to compare several checkouts in one run (each round measures them all).
+Budget (issue 14): the confined call no slower than the sandbox before issue 14 (``8d38d42``).
 """
 
 from __future__ import annotations
@@ -70,30 +71,33 @@ def baseline_round(checkout: Path) -> list[float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--baseline", type=Path, help="a checkout of an older dsh to compare with")
+    parser.add_argument(
+        "--baseline", type=Path, action="append", default=[], help="a checkout of an older dsh to compare with"
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(anyio.run(measure, "workspace-write")))
         return
     figures: dict[str, list[float]] = {"unconfined": [], "confined": []}
-    if args.baseline is not None:
-        figures["baseline sandbox"] = []
+    for checkout in args.baseline:
+        figures[str(checkout)] = []
     for _ in range(ROUNDS):
         figures["unconfined"] += anyio.run(measure, "full-access")
         figures["confined"] += anyio.run(measure, "workspace-write")
-        if args.baseline is not None:
-            figures["baseline sandbox"] += baseline_round(args.baseline)
+        for checkout in args.baseline:
+            figures[str(checkout)] += baseline_round(checkout)
     user = "root" if os.geteuid() == 0 else "a normal user"
     print(f"bash `true` through the tool pipeline, {ROUNDS} rounds of {CALLS} calls each, as {user}:")
     medians = {name: statistics.median(times) for name, times in figures.items()}
+    width = max(len(name) for name in figures)
     for name, times in figures.items():
-        print(f"  {name:<17} median {medians[name] * 1e3:7.2f} ms   fastest {min(times) * 1e3:7.2f} ms")
+        print(f"  {name:<{width}}  median {medians[name] * 1e3:7.2f} ms   fastest {min(times) * 1e3:7.2f} ms")
     print(f"  confined / unconfined: {medians['confined'] / medians['unconfined']:.2f}x (median)")
-    if args.baseline is not None:
-        ratio = medians["confined"] / medians["baseline sandbox"]
-        fastest = min(figures["confined"]) / min(figures["baseline sandbox"])
-        print(f"  confined / the baseline's sandbox ({args.baseline}): {ratio:.2f}x median, {fastest:.2f}x fastest")
+    for checkout in args.baseline:
+        ratio = medians["confined"] / medians[str(checkout)]
+        fastest = min(figures["confined"]) / min(figures[str(checkout)])
+        print(f"  confined / the sandbox of {checkout}: {ratio:.2f}x median, {fastest:.2f}x fastest")
 
 
 if __name__ == "__main__":
