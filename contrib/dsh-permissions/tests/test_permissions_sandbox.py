@@ -413,3 +413,31 @@ async def test_auto_runs_with_what_works_and_warns_once_naming_it(
     assert warnings[0].startswith(
         "commands run in a sandbox without: no mount, even in the sandbox's own namespaces; because"
     )
+
+
+async def test_required_refuses_when_bwrap_did_not_set_pid_max(
+    start: Start, ws: Path, tmp_path: Path, bwrap_problem: str | None
+) -> None:
+    """As root, a bwrap that drops --file (pid_max never written): the probe sees it, required names the process cap."""
+    if os.geteuid() != 0:
+        pytest.skip("the pid_max cap is root's; a normal user's cap is RLIMIT_NPROC")
+    if bwrap_problem is not None:
+        await fails_closed_instead(start, ws, bwrap_problem)
+        return
+    real = shutil.which("bwrap")
+    fake = tmp_path / "bwrap"
+    fake.write_text(
+        "#!/bin/bash\n"
+        "args=()\n"
+        'while [ $# -gt 0 ]; do if [ "$1" = --file ]; then shift 3; else args+=("$1"); shift; fi; done\n'
+        f'exec {real} "${{args[@]}}"\n'
+    )
+    fake.chmod(0o755)
+    async with start(sandbox="required", bwrap=str(fake)) as ctx:
+        result = await call(ctx, "bash", ws, command="touch ran.txt")
+        status = await ctx.sandbox.status()
+    assert result.error_code == "DENIED", text(result)
+    assert "but cannot guarantee: a cap on processes (max_processes) (" in text(result)
+    assert "did not set the sandbox's pid_max (it reads " in text(result)
+    assert status.missing == ("processes",)
+    assert not (ws / "ran.txt").exists()

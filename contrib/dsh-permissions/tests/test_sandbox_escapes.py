@@ -3,8 +3,9 @@
 Every test runs twice: with the harness (and bwrap) running as root, as in containers and CI, and
 with bwrap started as ``nobody`` through ``setpriv`` (the ``run_as`` seam of the plugin), so that
 both ways the sandbox is built are exercised: a process cap by pid_max as root, by RLIMIT_NPROC
-in the sandbox's user namespace otherwise. The harness itself stays root in the second case: the
-project's Python lives under ``/root``, which ``nobody`` cannot read.
+in the sandbox's user namespace otherwise. The harness itself stays root in the second case (the
+project's Python lives under ``/root``, which ``nobody`` cannot read);
+``test_sandbox_as_a_normal_user`` runs the whole harness as ``nobody`` with a system Python.
 
 Where bwrap cannot give every guarantee here, each test asserts the fail-closed refusal instead.
 """
