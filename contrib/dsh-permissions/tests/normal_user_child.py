@@ -76,6 +76,19 @@ async def main(workspace: str, cap: int, marker: str) -> dict[str, Any]:
             result = await ctx.tools.execute(execution)
             out[name] = {"error_code": result.error_code, "text": result_text(result)}
         out["flood"]["left"] = host_pids(f"sleep {marker}")
+        # The file tools run in the harness (as nobody here): paths that leave the workspace.
+        outside = os.path.join(os.path.dirname(workspace), "outside.txt")
+        os.symlink(outside, os.path.join(workspace, "link.txt"))
+        paths = {"dotdot": "../outside.txt", "absolute": outside, "proc-root": f"/proc/self/root{outside}",
+                 "symlink": "link.txt"}  # fmt: skip
+        for name, path in paths.items():
+            for tool, arguments in (("read_file", {"path": path}), ("write_file", {"path": path, "content": "x"})):
+                execution = ToolExecution(
+                    call_id=f"{tool}-{name}", name=tool, arguments=json.dumps(arguments), agent_id="a", cwd=workspace
+                )
+                result = await ctx.tools.execute(execution)
+                out[f"{tool} {name}"] = {"error_code": result.error_code, "text": result_text(result)}
+        os.unlink(os.path.join(workspace, "link.txt"))
     rules = [{"tool": "bash", "action": "allow"}]
     config = {"plugins": {"permissions": {"sandbox": "required", "mode": "read-only", "rules": rules}}}
     async with Harness(config=config, plugins=[WorkspacePlugin, PermissionsPlugin], autoload=False) as ctx:

@@ -68,6 +68,7 @@ def scratch() -> Iterator[Path]:
         (home / "notes.txt").write_text("ordinary\n")
         ws.mkdir()
         (ws / "notes.txt").write_text("notes\n")
+        (path / "outside.txt").write_text(f"{SECRET} outside\n")  # nobody's own file, beside the workspace
         for item in [path, *path.rglob("*")]:
             os.chown(item, NOBODY, NOBODY)
             item.chmod(0o755 if item.is_dir() else 0o644)
@@ -94,7 +95,8 @@ def _codes(output: str) -> dict[str, int]:
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_every_attempt_fails_with_the_harness_running_as_nobody(interpreter: str, scratch: Path, backend: str) -> None:
-    """Capabilities, mounts, sysctls, secrets, host processes, host sockets, loopback, a flood, read-only writes."""
+    """Capabilities, mounts, sysctls, secrets, host processes, host sockets, loopback, a flood, read-only writes,
+    and the file tools' paths out of the workspace (``..``, absolute, ``/proc/self/root``, a symlink)."""
     marker = f"{800_000 + os.getpid() % 1000}.{random.randrange(10**5):05d}"
     unix = socket.socket(socket.AF_UNIX)
     tcp = socket.socket()
@@ -143,5 +145,11 @@ def test_every_attempt_fails_with_the_harness_running_as_nobody(interpreter: str
     assert CAP - 60 <= procs <= CAP + 1, out["flood"]
     assert out["flood"]["left"] == []
     assert _codes(out["read-only"]["text"]) == {"overwrite": 1, "create": 1}, out["read-only"]
+    for name in ("dotdot", "absolute", "proc-root", "symlink"):
+        for tool in ("read_file", "write_file"):
+            attempt = out[f"{tool} {name}"]
+            assert attempt["error_code"] is not None, (tool, name, attempt)
+            assert SECRET not in attempt["text"], (tool, name, attempt)
+    assert (scratch / "outside.txt").read_text() == f"{SECRET} outside\n"
     assert sorted(path.name for path in (scratch / "ws").iterdir()) == ["notes.txt"]
     assert (scratch / "ws" / "notes.txt").read_text() == "notes\n"
