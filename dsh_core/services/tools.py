@@ -27,6 +27,7 @@ import jsonschema.validators
 from dsh_core.host._dispatch import check_guards
 from dsh_core.tools._arguments import parse_arguments
 from dsh_core.tools._definition import Tool, tool
+from dsh_core.tools._errors import ToolError
 from dsh_core.tools._schema_check import Acceptor, compile_acceptor
 from dsh_core.vocabulary._content import Image, Text
 from dsh_core.vocabulary._decisions import Accept, Allow, Ask, Deny, Reject
@@ -294,8 +295,9 @@ class ToolRuntime:
         """Run one tool call through the whole pipeline and return its result.
 
         Never raises for a tool-level problem: an unknown tool, arguments that are not JSON or
-        break the schema, a body that raises, a timeout, a cancelled ``execution.signal`` and a
-        denial each become an error result (``UNKNOWN_TOOL``, ``INVALID_ARGS``, ``TOOL_ERROR``,
+        break the schema, a body that raises (a ``ToolError`` gives ``"Error: <its message>"`` as
+        the text), a timeout, a cancelled ``execution.signal`` and a denial each become an error
+        result (``UNKNOWN_TOOL``, ``INVALID_ARGS``, ``TOOL_ERROR``,
         ``TIMEOUT``, ``ABORTED``, ``DENIED``). A listener that raises, or returns something that
         is not a decision, propagates. Cancellation from outside (not through the signal) propagates.
 
@@ -466,6 +468,8 @@ async def _run_body(tool: Tool, execution: ToolExecution) -> ToolResult:
                     f"Error: tool {tool.name!r} did not finish within its timeout of {tool.timeout:g} s and was "
                     "stopped. Try a smaller or simpler request, or a different approach.",
                 )
+    except ToolError as exc:  # the body answers the model with an error, in its own words
+        return _error("TOOL_ERROR", f"Error: {exc}")
     except Exception as exc:  # noqa: BLE001 - a failing body is a result for the model; cancellation passes
         return _error(
             "TOOL_ERROR",
