@@ -673,6 +673,22 @@ async def test_register_accepts_a_typed_function_and_refuses_bad_schemas(dsh_ctx
         dsh_ctx.tools.register(broken)
 
 
+@pytest.mark.parametrize(
+    "parameters",
+    [
+        {"type": "object", "required": "x"},
+        {"type": "object", "properties": {"x": {"type": "string", "minLength": -1}}},
+        {"type": "object", "properties": {"x": {"type": ["integer", "integer"]}}},
+    ],
+)
+async def test_simple_but_ill_formed_schema_is_refused_at_register(
+    dsh_ctx: Context, parameters: dict[str, Any]
+) -> None:
+    """A schema in the fast acceptor's subset but refused by the meta-schema is still refused at register."""
+    with pytest.raises(ValueError, match="'odd': its parameters are not a valid JSON Schema"):
+        dsh_ctx.tools.register(Tool(name="odd", function=print, parameters=parameters))
+
+
 async def test_is_parallel_safe(dsh_ctx: Context) -> None:
     """The runtime asks the visible tool; unknown tools and bad arguments are not parallel safe."""
 
