@@ -134,6 +134,17 @@ def test_generated_lines_split_into_their_commands(line: tuple[list[list[tuple[s
     assert not any(unit.opaque for unit in units)
 
 
+@settings(max_examples=1000, deadline=None)
+@given(command=st.text(" \t\nab;&|()<>$`'\"\\#{}=", max_size=30))
+def test_any_text_splits_into_pieces_of_itself(command: str) -> None:
+    """Whatever the text, splitting never raises, and each unit is spelled as a piece of it, in order."""
+    at = 0
+    for unit in command_units(command):
+        found = command.find(unit.spellings[0], at)
+        assert found >= 0, unit
+        at = found + len(unit.spellings[0])
+
+
 def test_path_units_spell_inside_paths_both_ways(tmp_path: Path) -> None:
     """Inside the workspace a location is spelled relative and absolute; a symlink adds its target."""
     ws = tmp_path / "ws"
