@@ -70,6 +70,7 @@ def test_path_patterns(pattern: str, matching: list[str], not_matching: list[str
         ("FOO='a b' git push", [("git push", False)]),
         ("{ a; b; }", [("a", False), ("b", False)]),
         ("ls # ; rm x", [("ls #", False), ("rm x", False)]),
+        ("ls # c\nrm x", [("ls # c", False), ("rm x", False)]),  # plain shlex: one command "ls rm x"
         # ANSI-C quoting and text shlex cannot read: the rest of the line is one opaque unit
         ("echo $'\\''; rm -rf /", [("echo $'\\''; rm -rf /", True)]),
         ("ls; echo 'unclosed; rm -rf /", [("ls", False), ("echo 'unclosed; rm -rf /", True)]),
