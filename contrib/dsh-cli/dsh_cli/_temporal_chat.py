@@ -71,6 +71,8 @@ class RemoteChatController(ChatController):
         self._feed = EventFeed(live=True)
         self._turn_running = False
         self._has_turn = False
+        #: held while a message is on its way to the engine: they arrive in the order typed
+        self._sending = anyio.Lock()
 
     # ------------------------------------------------------------------ the session
 
@@ -182,8 +184,6 @@ class RemoteChatController(ChatController):
     # ------------------------------------------------------------------ input
 
     async def submit(self, line: str) -> bool:
-        from dsh_temporal import TemporalError
-
         text = line.strip()
         if not text:
             return True
@@ -197,20 +197,31 @@ class RemoteChatController(ChatController):
         if remote is None:
             self.screen.print(Text("no session: /new or /resume ID", style="red"))
             return True
-        try:
-            if self.running:
-                self.steering[await remote.steer(text)] = text
-                self.screen.note(
-                    Text.assemble(("↳ ", "cyan"), (text, "cyan"), ("  (steering: seen at the next step)", "dim"))
-                )
-            else:
-                self.screen.print(user_line(text, "user"))
-                self.screen.turn_started()
-                await remote.send(text)  # returns once the engine accepted it (durable there)
-        except (TemporalError, ValueError, TimeoutError) as exc:
-            self.screen.turn_finished()
-            self.screen.print(Text(f"✗ not sent: {exc}", style="red"))
+        steer = self.running
+        if not steer:
+            self.screen.print(user_line(text, "user"))
+            self.screen.turn_started()
+        # The Update returns once the engine accepted the message; the input line comes back at
+        # once (so Ctrl-C stays a cancel of the turn), and the messages go out in the order typed.
+        self._tasks.start_soon(self._deliver, remote, text, steer)
         return True
+
+    async def _deliver(self, remote: RemoteSession, text: str, steer: bool) -> None:
+        from dsh_temporal import TemporalError
+
+        async with self._sending:
+            try:
+                if steer:
+                    self.steering[await remote.steer(text)] = text
+                    self.screen.note(
+                        Text.assemble(("↳ ", "cyan"), (text, "cyan"), ("  (steering: seen at the next step)", "dim"))
+                    )
+                else:
+                    await remote.send(text)  # durable in the engine once this returns
+            except (TemporalError, ValueError, TimeoutError) as exc:
+                if not steer:
+                    self.screen.turn_finished()
+                self.screen.print(Text(f"✗ not sent: {exc}", style="red"))
 
     def status(self) -> str:
         return f"temporal · {super().status()}"

@@ -11,6 +11,7 @@ one). Temporal's SDK is asyncio-only, so this client runs on asyncio.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Mapping, Sequence
@@ -436,6 +437,8 @@ async def _cancellable(update: Awaitable[_T]) -> _T:
     """
     try:
         return await update
-    except WorkflowUpdateRPCTimeoutOrCancelledError:
+    except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
         await anyio.lowlevel.checkpoint()
+        if isinstance(exc.__cause__, asyncio.CancelledError):  # a plain asyncio cancel (Ctrl-C's SIGINT)
+            raise exc.__cause__ from None
         raise
