@@ -23,7 +23,6 @@ from dsh_core import ConfigError, Context, DshError, Harness
 
 from ._config import TemporalConfig
 from ._plugin import TemporalPlugin
-from ._worker import serve
 
 __all__ = ["add_arguments", "help", "main", "run"]
 
@@ -56,6 +55,8 @@ def _harness(args: argparse.Namespace, plugin: TemporalPlugin) -> AbstractAsyncC
 
 
 async def _serve(args: argparse.Namespace) -> int:
+    from ._worker import serve  # temporalio: only when a worker really starts
+
     plugin = TemporalPlugin(serving=True)
     stop = anyio.Event()
     async with _harness(args, plugin) as ctx:
