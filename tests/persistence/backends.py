@@ -65,6 +65,13 @@ class Backend:
         """The events stored for ``session_id``, read without the plugin (plain ``json``)."""
         raise NotImplementedError
 
+    def raw(self, session_id: str) -> list[object]:
+        """The stored form of each event of ``session_id``, as the backend keeps it (bytes, row text).
+
+        For "appended, never rewritten": a prefix of these stays exactly the same.
+        """
+        raise NotImplementedError
+
     def is_empty(self) -> bool:
         """Nothing at all is stored."""
         raise NotImplementedError
@@ -87,10 +94,15 @@ class JsonlBackend(Backend):
     def plugin(self) -> object:
         return dsh_persistence_jsonl.PersistencePlugin()
 
+    def path(self, session_id: str) -> Path:
+        return self.root / dsh_persistence_jsonl.escape_id(session_id) / "session.jsonl"
+
     def stored(self, session_id: str) -> list[SessionEvent]:
-        path = self.root / dsh_persistence_jsonl.escape_id(session_id) / "session.jsonl"
-        lines = path.read_bytes().split(b"\n")[1:-1]
-        return [SessionEvent.from_json(json.loads(line)) for line in lines]
+        return [SessionEvent.from_json(json.loads(line)) for line in self.raw(session_id)]
+
+    def raw(self, session_id: str) -> list[object]:
+        """The complete event lines of the file, byte for byte (the header and a torn tail left out)."""
+        return list(self.path(session_id).read_bytes().split(b"\n")[1:-1])
 
     def is_empty(self) -> bool:
         return not self.root.exists() or not any(self.root.iterdir())
@@ -120,14 +132,20 @@ class PostgresBackend(Backend):
             return cursor.fetchall() if cursor.description is not None else []
 
     def stored(self, session_id: str) -> list[SessionEvent]:
-        rows = self.query(
+        return [
+            SessionEvent.from_json({"type": kind, "seq": seq, "time": time, "data": json.loads(data)})
+            for seq, kind, time, data in self.rows(session_id)
+        ]
+
+    def rows(self, session_id: str) -> list[tuple[Any, ...]]:
+        """``(seq, type, time, data text)`` of each stored event row, in seq order."""
+        return self.query(
             "SELECT seq, type, time, data::text FROM {s}.dsh_events WHERE session_id = %s ORDER BY seq",
             session_id,
         )
-        return [
-            SessionEvent.from_json({"type": kind, "seq": seq, "time": time, "data": json.loads(data)})
-            for seq, kind, time, data in rows
-        ]
+
+    def raw(self, session_id: str) -> list[object]:
+        return list(self.rows(session_id))
 
     async def wait_released(self, session_id: str) -> None:
         await anyio.to_thread.run_sync(self._wait_released, session_id)

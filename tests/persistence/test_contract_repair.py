@@ -58,6 +58,7 @@ async def test_open_turn_is_closed_by_appended_repair_events(backend: Backend) -
     """Open calls get TOOL_OUTCOME_UNKNOWN, unstarted ones a TOOL_NOT_STARTED pair, then turn/end interrupted."""
     await store_log(backend, open_tool_turn())
     before = backend.stored("crafted")
+    raw_before = backend.raw("crafted")
     async with backend.harness() as ctx:
         loaded = await ctx.session_persistence.load("crafted")
     repaired = [(event.type, dict(event.data)) for event in loaded.repaired]
@@ -75,7 +76,8 @@ async def test_open_turn_is_closed_by_appended_repair_events(backend: Backend) -
     assert end == {"turn": 2, "reason": {"kind": "interrupted"}}
     assert [event.seq for event in loaded.events] == list(range(len(loaded.events)))
     assert loaded.repaired[0].time == loaded.events[len(open_tool_turn()) - 1].time
-    # Appended, never rewritten: the old events are a prefix, and the new ones are stored.
+    # Appended, never rewritten: what was stored stays byte for byte, and the new events are stored.
+    assert backend.raw("crafted")[: len(raw_before)] == raw_before
     after = backend.stored("crafted")
     assert after[: len(before)] == before
     assert after == list(loaded.events)
@@ -138,17 +140,17 @@ async def test_read_views_an_open_turn_without_writing_or_locking(backend: Backe
         session = await ctx.sessions.create("open")
         session.append("turn/start", {"turn": 1})
         await ctx.sessions.flush(session)
-    before = backend.stored("open")
+    before = backend.raw("open")
     async with backend.harness() as ctx:
         viewed = await ctx.session_persistence.read("open")
         again = await ctx.session_persistence.read("open")  # no lock was kept by the first read
-        assert backend.stored("open") == before  # nothing written by read()
+        assert backend.raw("open") == before  # nothing written by read()
         loaded = await ctx.session_persistence.load("open")  # and load can still take it
     assert [event.type for event in viewed.events] == ["turn/start", "turn/end"]
     assert viewed.events[-1].data["reason"] == {"kind": "interrupted"}
     assert again.events == viewed.events
     assert loaded.events == viewed.events
-    assert backend.stored("open") != before  # load (not read) appended the repair
+    assert backend.raw("open") != before  # load (not read) appended the repair
 
 
 async def test_read_while_another_harness_holds_the_session(backend: Backend) -> None:
