@@ -72,6 +72,14 @@ class Backend:
         """
         raise NotImplementedError
 
+    def damage(self, session_id: str, seq: int, event_type: str, data: dict[str, Any]) -> None:
+        """Overwrite the stored event ``seq`` with one of ``event_type`` and ``data``, bypassing every check."""
+        raise NotImplementedError
+
+    def backed_up(self, session_id: str, report: Any) -> list[object]:
+        """The stored form (as ``raw``) of the events ``repair`` cut and kept aside, as ``report`` names them."""
+        raise NotImplementedError
+
     def is_empty(self) -> bool:
         """Nothing at all is stored."""
         raise NotImplementedError
@@ -103,6 +111,18 @@ class JsonlBackend(Backend):
     def raw(self, session_id: str) -> list[object]:
         """The complete event lines of the file, byte for byte (the header and a torn tail left out)."""
         return list(self.path(session_id).read_bytes().split(b"\n")[1:-1])
+
+    def damage(self, session_id: str, seq: int, event_type: str, data: dict[str, Any]) -> None:
+        path = self.path(session_id)
+        lines = path.read_bytes().split(b"\n")
+        time = json.loads(lines[seq + 1])["time"]
+        lines[seq + 1] = json.dumps({"type": event_type, "seq": seq, "time": time, "data": data}).encode()
+        path.write_bytes(b"\n".join(lines))
+
+    def backed_up(self, session_id: str, report: Any) -> list[object]:
+        backup: Path = report.backup
+        assert backup.parent == self.path(session_id).parent
+        return list(backup.read_bytes().split(b"\n")[1:-1][report.seq :])
 
     def is_empty(self) -> bool:
         return not self.root.exists() or not any(self.root.iterdir())
@@ -157,8 +177,31 @@ class PostgresBackend(Backend):
             conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, %s))", (key, LOCK_SEED))
             conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, %s))", (key, LOCK_SEED))
 
+    def damage(self, session_id: str, seq: int, event_type: str, data: dict[str, Any]) -> None:
+        self.query(
+            "UPDATE {s}.dsh_events SET type = %s, data = %s::json WHERE session_id = %s AND seq = %s",
+            event_type,
+            json.dumps(data),
+            session_id,
+            seq,
+        )
+
+    def backed_up(self, session_id: str, report: Any) -> list[object]:
+        assert report.backup == f"{self.schema}.dsh_damaged (session_id = {session_id!r}, epoch = {report.epoch})"
+        return list(
+            self.query(
+                "SELECT seq, type, time, data FROM {s}.dsh_damaged WHERE session_id = %s AND epoch = %s ORDER BY seq",
+                session_id,
+                report.epoch,
+            )
+        )
+
     def is_empty(self) -> bool:
         exists = self.query("SELECT to_regclass(format('%%I.dsh_sessions', %s::text))", self.schema)
         if not exists or exists[0][0] is None:
             return True
-        return not self.query("SELECT 1 FROM {s}.dsh_sessions UNION ALL SELECT 1 FROM {s}.dsh_events")
+        tables = ["dsh_sessions", "dsh_events"]
+        if self.query("SELECT to_regclass(format('%%I.dsh_damaged', %s::text))", self.schema)[0][0] is not None:
+            tables.append("dsh_damaged")
+        union = " UNION ALL ".join(f"SELECT 1 FROM {{s}}.{table}" for table in tables)
+        return not self.query(union)

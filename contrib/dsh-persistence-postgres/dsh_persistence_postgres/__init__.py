@@ -19,6 +19,7 @@ from ._plugin import PersistencePlugin as PersistencePlugin
 from ._schema import SCHEMA_VERSION as SCHEMA_VERSION
 from ._store import PostgresSessionStore as PostgresSessionStore
 from ._types import LoadedSession as LoadedSession
+from ._types import RepairReport as RepairReport
 from ._types import SessionInfo as SessionInfo
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "PersistenceError",
     "PersistencePlugin",
     "PostgresSessionStore",
+    "RepairReport",
     "SessionConflictError",
     "SessionCorruptError",
     "SessionFencedError",

@@ -5,6 +5,8 @@ per session: its meta and listing columns, the number of stored events, and the 
 the owner's identity. ``dsh_events`` has one row per event, keyed ``(session_id, seq)``; ``data``
 is of type ``json`` (kept exactly as written, so every value round-trips; ``jsonb`` would
 renumber ``1.0`` as ``1`` and reorder keys), and still open to ``->`` / ``->>`` queries.
+``dsh_damaged`` keeps the rows ``repair`` cut from a damaged log, keyed ``(session_id, epoch,
+seq)``; it is created by the first repair (a version-1 schema works with or without it).
 
 The schema is created under a transaction-scoped advisory lock, so two processes starting at
 once on an empty database neither race nor fail.
@@ -20,7 +22,7 @@ from psycopg import sql
 
 from ._errors import SessionFormatError
 
-__all__ = ["SCHEMA_VERSION", "Statements", "ensure_schema"]
+__all__ = ["SCHEMA_VERSION", "Statements", "ensure_schema", "schema_lock"]
 
 #: the version of the tables this plugin creates and uses
 SCHEMA_VERSION: Final = 1
@@ -66,11 +68,13 @@ def _tables(schema: sql.Identifier) -> list[sql.Composed]:
 def ensure_schema(conn: psycopg.Connection[tuple[object, ...]], schema: str, target: str) -> None:
     """Create the tables in ``schema`` if they are missing, or check their version.
 
+    Every DDL of the schema runs under the transaction-scoped advisory lock ``schema_lock``.
+
     :raises SessionFormatError: the schema holds another version (naming both).
     """
     ident = sql.Identifier(schema)
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, %s))", (f"schema/{schema}", LOCK_SEED))
+        schema_lock(conn, schema)
         found = conn.execute("SELECT to_regclass(format('%%I.dsh_schema', %s::text))", (schema,)).fetchone()
         if found is not None and found[0] is not None:
             row = conn.execute(sql.SQL("SELECT max(version) FROM {}.dsh_schema").format(ident)).fetchone()
@@ -88,6 +92,11 @@ def ensure_schema(conn: psycopg.Connection[tuple[object, ...]], schema: str, tar
             conn.execute(sql.SQL("CREATE SCHEMA {}").format(ident))
         for statement in _tables(ident):
             conn.execute(statement)
+
+
+def schema_lock(conn: psycopg.Connection[tuple[object, ...]], schema: str) -> None:
+    """Take the schema's DDL lock until the transaction ends (two processes never race on DDL)."""
+    conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, %s))", (f"schema/{schema}", LOCK_SEED))
 
 
 @attrs.frozen
@@ -165,6 +174,45 @@ class Statements:
             "SELECT id, extract(epoch FROM created)::float8, extract(epoch FROM modified)::float8, cwd,"
             " parent_id, seed_length, events, turns, title FROM {s}.dsh_sessions ORDER BY created, id"
         )
+
+    # ---------------------------------------------------------------- the explicit repair
+
+    def damaged_exists(self) -> sql.Composed:
+        return self._q("SELECT to_regclass(format('%%I.dsh_damaged', %s::text)) IS NOT NULL")
+
+    def create_damaged(self) -> sql.Composed:
+        """The table ``repair`` moves the rows it cuts to (created on its first use; optional in v1)."""
+        return self._q(
+            "CREATE TABLE IF NOT EXISTS {s}.dsh_damaged ("
+            " session_id text NOT NULL,"
+            " epoch bigint NOT NULL,"
+            " seq bigint NOT NULL,"
+            " type text NOT NULL,"
+            " time double precision NOT NULL,"
+            " data text NOT NULL,"
+            " cut timestamptz NOT NULL DEFAULT now(),"
+            " problem text,"
+            " PRIMARY KEY (session_id, epoch, seq))"
+        )
+
+    def keep_damaged(self) -> sql.Composed:
+        return self._q(
+            "INSERT INTO {s}.dsh_damaged (session_id, epoch, seq, type, time, data, problem)"
+            " SELECT session_id, %(epoch)s, seq, type, time, data::text, %(problem)s FROM {s}.dsh_events"
+            " WHERE session_id = %(id)s AND seq >= %(keep)s"
+        )
+
+    def cut_events(self) -> sql.Composed:
+        return self._q("DELETE FROM {s}.dsh_events WHERE session_id = %(id)s AND seq >= %(keep)s")
+
+    def set_count(self) -> sql.Composed:
+        return self._q(
+            "UPDATE {s}.dsh_sessions SET events = %(keep)s, turns = %(turns)s, title = %(title)s,"
+            " modified = now() WHERE id = %(id)s"
+        )
+
+    def delete_damaged(self) -> sql.Composed:
+        return self._q("DELETE FROM {s}.dsh_damaged WHERE session_id = %s")
 
     def delete_events(self) -> sql.Composed:
         return self._q("DELETE FROM {s}.dsh_events WHERE session_id = %s")
