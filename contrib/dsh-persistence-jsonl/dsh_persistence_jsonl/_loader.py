@@ -31,9 +31,8 @@ import attrs
 
 from dsh_core import EventDataError, FrozenDict, SessionEvent, StoredLogError, UserMessage
 from dsh_core import repair_events as core_repair_events
-from dsh_core._defaults._session import check_log
-from dsh_core._json import frozen_trusted
-from dsh_core.session_log import TurnStartEvent, UserMessageEvent
+from dsh_core.session_log import TurnStartEvent, UserMessageEvent, check_log
+from dsh_core.vocabulary import frozen_trusted
 
 from ._errors import SessionCorruptError
 from ._format import Header, read_header

@@ -22,9 +22,8 @@ import attrs
 import orjson
 
 from dsh_core import EventDataError, FrozenDict, SessionEvent, SessionMeta, UserMessage
-from dsh_core._defaults._session import check_log
-from dsh_core._json import frozen_trusted
-from dsh_core.session_log import TurnStartEvent, UserMessageEvent
+from dsh_core.session_log import TurnStartEvent, UserMessageEvent, check_log
+from dsh_core.vocabulary import frozen_trusted
 
 from ._errors import SessionCorruptError
 
