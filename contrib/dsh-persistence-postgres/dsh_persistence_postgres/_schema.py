@@ -14,21 +14,15 @@ once on an empty database neither race nor fail.
 
 from __future__ import annotations
 
-from typing import Final
-
 import attrs
 import psycopg
 from psycopg import sql
 
 from ._errors import SessionFormatError
+from ._version import LOCK_SEED, SCHEMA_VERSION
 
-__all__ = ["SCHEMA_VERSION", "Statements", "ensure_schema", "schema_lock"]
+__all__ = ["LOCK_SEED", "SCHEMA_VERSION", "Statements", "ensure_schema", "schema_lock"]
 
-#: the version of the tables this plugin creates and uses
-SCHEMA_VERSION: Final = 1
-
-#: seeds ``hashtextextended`` for the advisory-lock keys, keeping them apart from other users'
-LOCK_SEED: Final = 0x647368  # "dsh"
 
 
 def _tables(schema: sql.Identifier) -> list[sql.Composed]:
