@@ -1,7 +1,8 @@
 """Events to rows and back: the columns of a batch, the strict read and check of stored rows, the listing.
 
-Writing: ``data`` is encoded with orjson (the hot path of every write; the data was checked as
-lossless JSON at append). Reading: each ``data`` text is decoded straight into frozen values (the
+Writing: a batch is one text, a line per event (type, time, data; ``encode_batch``), which the
+write statement splits on the server; ``data`` is encoded with orjson (the hot path of every
+write; the data was checked as lossless JSON at append). Reading: each ``data`` text is decoded straight into frozen values (the
 decoder freezes every object as it builds it), and a row that is not a well-formed event — a gap
 in the seqs, data that is not a JSON object — is an error naming the session and the seq, never
 skipped; and every event then goes through the checks ``session.append`` makes (``check_events``),
@@ -43,27 +44,31 @@ _TITLE_LENGTH: Final = 80
 
 @attrs.frozen
 class Batch:
-    """The column arrays of a batch of events, and what it adds to the session's listing."""
+    """A batch of events as the write statement takes it, and what it adds to the session's listing."""
 
-    types: list[str]
-    times: list[float]
-    datas: list[str]
+    #: a line per event, in seq order: the type as a JSON string, tab, the time, tab, the data as JSON
+    payload: str
+    count: int
     turns: int
     title: str | None
 
 
 def encode_batch(events: Sequence[SessionEvent], *, want_title: bool) -> Batch:
-    """The columns of ``events``; ``title`` from its first prompt when ``want_title``."""
-    types: list[str] = []
-    times: list[float] = []
-    datas: list[str] = []
+    """``events`` as the write statement's text; ``title`` from the first prompt when ``want_title``.
+
+    orjson writes JSON without whitespace and escapes control characters inside strings, so no
+    line holds a raw tab or newline but the separators. ``repr`` of a float reads back exactly.
+    """
     dumps = orjson.dumps
+    kinds: dict[str, bytes] = {}  # a batch repeats a few types: encode each once
+    lines: list[bytes] = []
     for event in events:
-        types.append(event.type)
-        times.append(event.time)
-        datas.append(dumps(event.data).decode("utf-8"))
+        kind = kinds.get(event.type)
+        if kind is None:
+            kind = kinds[event.type] = dumps(event.type)
+        lines.append(b"%s\t%r\t%s" % (kind, event.time, dumps(event.data)))
     turns, title = summarize(events, want_title=want_title)
-    return Batch(types, times, datas, turns, title)
+    return Batch(b"\n".join(lines).decode("utf-8"), len(events), turns, title)
 
 
 def summarize(events: Sequence[SessionEvent], *, want_title: bool = True) -> tuple[int, str | None]:

@@ -107,20 +107,30 @@ class Statements:
         """The prefix of this schema's session lock keys."""
         return f"session/{self.schema}/"
 
-    def advance(self) -> sql.Composed:
-        """The fence: moves the stored count on only if the epoch is current and the batch continues the log.
+    def append(self, *, durable: bool = True) -> sql.Composed:
+        """The fenced write as one statement: the fence, then the batch's rows, only if the fence matched.
 
-        It locks the session's row until the transaction ends, so the rows copied after it go in
-        under the same check.
+        ``%(batch)s`` is one text, a line per event: the type as a JSON string, a tab, the time, a
+        tab, the data as JSON (``Batch``). Neither JSON text holds a raw tab or newline, and the
+        data goes into the ``json`` column as exactly that text. One statement is one transaction
+        in autocommit: one round trip, one commit. It inserts no row when the fence does not match
+        (then the UPDATE changed nothing either).
+
+        Not ``durable``: the commit does not wait for the WAL to reach the disk (``synchronous_commit``
+        off for this transaction only, set by the fence when it matches). The next durable commit,
+        or ``sync_point``, waits for the WAL up to itself, and so for this one too.
         """
+        relaxed = "" if durable else " AND set_config('synchronous_commit', 'off', true) IS NOT NULL"
         return self._q(
-            "UPDATE {s}.dsh_sessions SET events = %(end)s, modified = now(),"
+            "WITH fence AS ("
+            " UPDATE {s}.dsh_sessions SET events = %(end)s, modified = now(),"
             " turns = turns + %(turns)s, title = COALESCE(title, %(title)s)"
-            " WHERE id = %(id)s AND epoch = %(epoch)s AND events = %(first)s"
+            " WHERE id = %(id)s AND epoch = %(epoch)s AND events = %(first)s" + relaxed + " RETURNING id)"
+            " INSERT INTO {s}.dsh_events (session_id, seq, type, time, data)"
+            " SELECT fence.id, %(first)s::bigint + r.ord - 1, split_part(r.line, E'\\t', 1)::json #>> '{{}}',"
+            " split_part(r.line, E'\\t', 2)::float8, split_part(r.line, E'\\t', 3)::json"
+            " FROM fence, unnest(string_to_array(%(batch)s::text, E'\\n')) WITH ORDINALITY AS r (line, ord)"
         )
-
-    def copy_events(self) -> sql.Composed:
-        return self._q("COPY {s}.dsh_events (session_id, seq, type, time, data) FROM STDIN")
 
     def state(self) -> sql.Composed:
         return self._q("SELECT epoch, events, owner_host, owner_pid FROM {s}.dsh_sessions WHERE id = %s")

@@ -388,6 +388,8 @@ class PostgresSessionStore:
             return
         journal.pending.append(event)
         urgent = is_urgent(session, event)
+        if urgent:
+            journal.urgent = True  # its commit is durable, whichever write makes it (§9.1)
         if urgent or not journal.dirty:
             self._writer.mark(journal, urgent=urgent)
 
