@@ -128,7 +128,8 @@ class Journal:
             if durable and self.unsynced:
                 await self._sync_point()
             return
-        durable = durable or self.urgent
+        urgent, self.urgent = self.urgent, False  # an urgent event published meanwhile sets it again
+        durable = durable or urgent
         batch = list(pending)
         if batch[0].seq != self.written:
             # Never expected: the log would get a gap or a duplicate. Stop rather than write it.
@@ -151,14 +152,13 @@ class Journal:
             logger.error("session %r: %s", self.session_id, exc)
             return
         except psycopg.Error as exc:
+            self.urgent = self.urgent or urgent  # still pending: the retry must be durable too
             self._failed(exc, len(batch))
             return
         del pending[: len(batch)]
         self.written += len(batch)
         self.titled = self.titled or titled
         self.unsynced = not durable
-        if durable:
-            self.urgent = False
         self._recovered()
 
     async def _sync_point(self) -> None:
