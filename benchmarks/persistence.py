@@ -34,7 +34,11 @@ from dsh_persistence_jsonl import PersistencePlugin, _writer
 from dsh_core import AgentOptions, ContinuationDecision, Harness, Text, UserMessage, hookimpl
 from dsh_core.llm import Finish, TextDelta
 from dsh_core.testing import ScriptedModel
-from dsh_core.vocabulary import AssistantMessage
+
+try:
+    from dsh_core.vocabulary import AssistantMessage
+except ImportError:  # a --baseline checkout from before the core layout move (issue 15's: 1d609ea)
+    from dsh_core._content import AssistantMessage  # type: ignore[no-redef, import-not-found, unused-ignore]
 
 OPTIONS = AgentOptions(model="scripted/bench")
 
