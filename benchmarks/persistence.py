@@ -8,7 +8,8 @@ sessions of 10k and 100k events, and bytes on disk per streamed chunk. Budgets (
 persistence adds <= 20% to the per-step overhead; resume of 100k events <= 1 s.
 
 ``--baseline DIR`` runs the same measurements, in fresh processes taking turns, against the code of
-another checkout (``git worktree add /tmp/base main~N``) and prints both with their ratio.
+another checkout (``git worktree add /tmp/base main~N``; its core's entry points are put ahead of
+this venv's) and prints both with their ratio.
 
 The store lives in a temp folder (``$TMPDIR``): put it on the disk you care about, since fsync is
 what a flush costs and tmpfs makes it free. Figures only, never asserted.
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -253,11 +255,31 @@ def report(f: dict[str, Any]) -> None:
     print(f"(store in {tempfile.gettempdir()}, {os.uname().sysname}, Python {sys.version.split()[0]})")
 
 
+def _baseline_metadata(code: Path, into: Path) -> Path:
+    """A ``dsh-harness`` dist-info with the entry points of ``code``'s pyproject, in ``into``.
+
+    The core's default plugins come in through entry points, and this venv's metadata names this
+    checkout's modules; ahead of it on the path, the baseline's own entry points win.
+    """
+    project = tomllib.loads((code / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    info = into / f"dsh_harness-{project['version']}.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: dsh-harness\nVersion: {project['version']}\n")
+    groups = project.get("entry-points", {})
+    text = "".join(
+        f"[{group}]\n" + "".join(f"{name} = {target}\n" for name, target in points.items())
+        for group, points in groups.items()
+    )
+    (info / "entry_points.txt").write_text(text, encoding="utf-8")
+    return into
+
+
 def _run_figures(backend: str, code: Path | None) -> dict[str, Any]:
     """The figures measured in a fresh process, on the code of ``code`` (a checkout) or of this one."""
     env = dict(os.environ)
     if code is not None:  # ahead of the editable installs of this checkout
-        paths = [str(code), str(code / "contrib" / "dsh-persistence-jsonl")]
+        metadata = _baseline_metadata(code, Path(tempfile.gettempdir()) / f"dsh-baseline-{os.getpid()}")
+        paths = [str(metadata), str(code), str(code / "contrib" / "dsh-persistence-jsonl")]
         env["PYTHONPATH"] = os.pathsep.join([*paths, env.get("PYTHONPATH", "")])
     done = subprocess.run(
         [sys.executable, __file__, "--figures", backend], env=env, capture_output=True, text=True, check=True
