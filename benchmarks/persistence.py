@@ -274,11 +274,12 @@ def _baseline_metadata(code: Path, into: Path) -> Path:
     return into
 
 
-def _run_figures(backend: str, code: Path | None) -> dict[str, Any]:
-    """The figures measured in a fresh process, on the code of ``code`` (a checkout) or of this one."""
+def _run_figures(backend: str, code: Path | None, metadata: Path | None = None) -> dict[str, Any]:
+    """The figures measured in a fresh process, on the code of ``code`` (a checkout, its entry points
+    in ``metadata``) or of this one."""
     env = dict(os.environ)
     if code is not None:  # ahead of the editable installs of this checkout
-        metadata = _baseline_metadata(code, Path(tempfile.gettempdir()) / f"dsh-baseline-{os.getpid()}")
+        assert metadata is not None
         paths = [str(metadata), str(code), str(code / "contrib" / "dsh-persistence-jsonl")]
         env["PYTHONPATH"] = os.pathsep.join([*paths, env.get("PYTHONPATH", "")])
     done = subprocess.run(
@@ -308,9 +309,11 @@ def compare(baseline: Path, rounds: int, backends: list[str]) -> None:
     for backend in backends:
         mine: list[dict[str, Any]] = []
         theirs: list[dict[str, Any]] = []
-        for _ in range(rounds):
-            theirs.append(_run_figures(backend, baseline))
-            mine.append(_run_figures(backend, None))
+        with tempfile.TemporaryDirectory(prefix="dsh-baseline-") as temp:
+            metadata = _baseline_metadata(baseline, Path(temp))
+            for _ in range(rounds):
+                theirs.append(_run_figures(backend, baseline, metadata))
+                mine.append(_run_figures(backend, None))
         new, old = _best(mine), _best(theirs)
         print(
             f"--- {backend}: this checkout, then the baseline {baseline} (best of {rounds} each, taking turns)"
