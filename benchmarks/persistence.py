@@ -8,7 +8,8 @@ sessions of 10k and 100k events, and bytes on disk per streamed chunk. Budgets (
 persistence adds <= 20% to the per-step overhead; resume of 100k events <= 1 s.
 
 ``--baseline DIR`` runs the same measurements, in fresh processes taking turns, against the code of
-another checkout (``git worktree add /tmp/base main~N``) and prints both with their ratio.
+another checkout (``git worktree add /tmp/base main~N``; its core's entry points are put ahead of
+this venv's) and prints both with their ratio.
 
 The store lives in a temp folder (``$TMPDIR``): put it on the disk you care about, since fsync is
 what a flush costs and tmpfs makes it free. Figures only, never asserted.
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +36,11 @@ from dsh_persistence_jsonl import PersistencePlugin, _writer
 from dsh_core import AgentOptions, ContinuationDecision, Harness, Text, UserMessage, hookimpl
 from dsh_core.llm import Finish, TextDelta
 from dsh_core.testing import ScriptedModel
-from dsh_core.vocabulary import AssistantMessage
+
+try:
+    from dsh_core.vocabulary import AssistantMessage
+except ImportError:  # a --baseline checkout from before the core layout move (issue 15's: 1d609ea)
+    from dsh_core._content import AssistantMessage  # type: ignore[no-redef, import-not-found, unused-ignore]
 
 OPTIONS = AgentOptions(model="scripted/bench")
 
@@ -249,11 +255,32 @@ def report(f: dict[str, Any]) -> None:
     print(f"(store in {tempfile.gettempdir()}, {os.uname().sysname}, Python {sys.version.split()[0]})")
 
 
-def _run_figures(backend: str, code: Path | None) -> dict[str, Any]:
-    """The figures measured in a fresh process, on the code of ``code`` (a checkout) or of this one."""
+def _baseline_metadata(code: Path, into: Path) -> Path:
+    """A ``dsh-harness`` dist-info with the entry points of ``code``'s pyproject, in ``into``.
+
+    The core's default plugins come in through entry points, and this venv's metadata names this
+    checkout's modules; ahead of it on the path, the baseline's own entry points win.
+    """
+    project = tomllib.loads((code / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    info = into / f"dsh_harness-{project['version']}.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: dsh-harness\nVersion: {project['version']}\n")
+    groups = project.get("entry-points", {})
+    text = "".join(
+        f"[{group}]\n" + "".join(f"{name} = {target}\n" for name, target in points.items())
+        for group, points in groups.items()
+    )
+    (info / "entry_points.txt").write_text(text, encoding="utf-8")
+    return into
+
+
+def _run_figures(backend: str, code: Path | None, metadata: Path | None = None) -> dict[str, Any]:
+    """The figures measured in a fresh process, on the code of ``code`` (a checkout, its entry points
+    in ``metadata``) or of this one."""
     env = dict(os.environ)
     if code is not None:  # ahead of the editable installs of this checkout
-        paths = [str(code), str(code / "contrib" / "dsh-persistence-jsonl")]
+        assert metadata is not None
+        paths = [str(metadata), str(code), str(code / "contrib" / "dsh-persistence-jsonl")]
         env["PYTHONPATH"] = os.pathsep.join([*paths, env.get("PYTHONPATH", "")])
     done = subprocess.run(
         [sys.executable, __file__, "--figures", backend], env=env, capture_output=True, text=True, check=True
@@ -282,9 +309,11 @@ def compare(baseline: Path, rounds: int, backends: list[str]) -> None:
     for backend in backends:
         mine: list[dict[str, Any]] = []
         theirs: list[dict[str, Any]] = []
-        for _ in range(rounds):
-            theirs.append(_run_figures(backend, baseline))
-            mine.append(_run_figures(backend, None))
+        with tempfile.TemporaryDirectory(prefix="dsh-baseline-") as temp:
+            metadata = _baseline_metadata(baseline, Path(temp))
+            for _ in range(rounds):
+                theirs.append(_run_figures(backend, baseline, metadata))
+                mine.append(_run_figures(backend, None))
         new, old = _best(mine), _best(theirs)
         print(
             f"--- {backend}: this checkout, then the baseline {baseline} (best of {rounds} each, taking turns)"

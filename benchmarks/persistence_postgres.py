@@ -147,11 +147,11 @@ def _driver_setup(dsn: str, schema: str) -> Statements:
 
 
 async def driver_cost(dsn: str, schema: str, count: int = 500) -> tuple[float, float | None]:
-    """Seconds per round trip of the write fence (an UPDATE that matches no row, so no commit waits
-    for the disk): sync psycopg from a worker thread, and psycopg's AsyncConnection (asyncio only)."""
+    """Seconds per round trip of the write statement when its fence matches no row (so no commit
+    waits for the disk): sync psycopg from a worker thread, and psycopg's AsyncConnection (asyncio only)."""
     statements = await anyio.to_thread.run_sync(_driver_setup, dsn, schema)
-    query = statements.advance()
-    params = {"id": "none", "epoch": 1, "first": 0, "end": 1, "turns": 0, "title": None}
+    query = statements.append()
+    params = {"id": "none", "epoch": 1, "first": 0, "end": 1, "turns": 0, "title": None, "batch": '"x"\t1.0\t{}'}
     with psycopg.connect(dsn, autocommit=True) as conn:
         for _ in range(20):  # warm up (and let psycopg prepare the statement)
             await anyio.to_thread.run_sync(conn.execute, query, params)

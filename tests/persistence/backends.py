@@ -65,6 +65,21 @@ class Backend:
         """The events stored for ``session_id``, read without the plugin (plain ``json``)."""
         raise NotImplementedError
 
+    def raw(self, session_id: str) -> list[object]:
+        """The stored form of each event of ``session_id``, as the backend keeps it (bytes, row text).
+
+        For "appended, never rewritten": a prefix of these stays exactly the same.
+        """
+        raise NotImplementedError
+
+    def damage(self, session_id: str, seq: int, event_type: str, data: dict[str, Any]) -> None:
+        """Overwrite the stored event ``seq`` with one of ``event_type`` and ``data``, bypassing every check."""
+        raise NotImplementedError
+
+    def backed_up(self, session_id: str, report: Any) -> list[object]:
+        """The stored form (as ``raw``) of the events ``repair`` cut and kept aside, as ``report`` names them."""
+        raise NotImplementedError
+
     def is_empty(self) -> bool:
         """Nothing at all is stored."""
         raise NotImplementedError
@@ -87,10 +102,27 @@ class JsonlBackend(Backend):
     def plugin(self) -> object:
         return dsh_persistence_jsonl.PersistencePlugin()
 
+    def path(self, session_id: str) -> Path:
+        return self.root / dsh_persistence_jsonl.escape_id(session_id) / "session.jsonl"
+
     def stored(self, session_id: str) -> list[SessionEvent]:
-        path = self.root / dsh_persistence_jsonl.escape_id(session_id) / "session.jsonl"
-        lines = path.read_bytes().split(b"\n")[1:-1]
-        return [SessionEvent.from_json(json.loads(line)) for line in lines]
+        return [SessionEvent.from_json(json.loads(line)) for line in self.raw(session_id)]
+
+    def raw(self, session_id: str) -> list[object]:
+        """The complete event lines of the file, byte for byte (the header and a torn tail left out)."""
+        return list(self.path(session_id).read_bytes().split(b"\n")[1:-1])
+
+    def damage(self, session_id: str, seq: int, event_type: str, data: dict[str, Any]) -> None:
+        path = self.path(session_id)
+        lines = path.read_bytes().split(b"\n")
+        time = json.loads(lines[seq + 1])["time"]
+        lines[seq + 1] = json.dumps({"type": event_type, "seq": seq, "time": time, "data": data}).encode()
+        path.write_bytes(b"\n".join(lines))
+
+    def backed_up(self, session_id: str, report: Any) -> list[object]:
+        backup: Path = report.backup
+        assert backup.parent == self.path(session_id).parent
+        return list(backup.read_bytes().split(b"\n")[1:-1][report.seq :])
 
     def is_empty(self) -> bool:
         return not self.root.exists() or not any(self.root.iterdir())
@@ -120,14 +152,20 @@ class PostgresBackend(Backend):
             return cursor.fetchall() if cursor.description is not None else []
 
     def stored(self, session_id: str) -> list[SessionEvent]:
-        rows = self.query(
+        return [
+            SessionEvent.from_json({"type": kind, "seq": seq, "time": time, "data": json.loads(data)})
+            for seq, kind, time, data in self.rows(session_id)
+        ]
+
+    def rows(self, session_id: str) -> list[tuple[Any, ...]]:
+        """``(seq, type, time, data text)`` of each stored event row, in seq order."""
+        return self.query(
             "SELECT seq, type, time, data::text FROM {s}.dsh_events WHERE session_id = %s ORDER BY seq",
             session_id,
         )
-        return [
-            SessionEvent.from_json({"type": kind, "seq": seq, "time": time, "data": json.loads(data)})
-            for seq, kind, time, data in rows
-        ]
+
+    def raw(self, session_id: str) -> list[object]:
+        return list(self.rows(session_id))
 
     async def wait_released(self, session_id: str) -> None:
         await anyio.to_thread.run_sync(self._wait_released, session_id)
@@ -139,8 +177,31 @@ class PostgresBackend(Backend):
             conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, %s))", (key, LOCK_SEED))
             conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, %s))", (key, LOCK_SEED))
 
+    def damage(self, session_id: str, seq: int, event_type: str, data: dict[str, Any]) -> None:
+        self.query(
+            "UPDATE {s}.dsh_events SET type = %s, data = %s::json WHERE session_id = %s AND seq = %s",
+            event_type,
+            json.dumps(data),
+            session_id,
+            seq,
+        )
+
+    def backed_up(self, session_id: str, report: Any) -> list[object]:
+        assert report.backup == f"{self.schema}.dsh_damaged (session_id = {session_id!r}, epoch = {report.epoch})"
+        return list(
+            self.query(
+                "SELECT seq, type, time, data FROM {s}.dsh_damaged WHERE session_id = %s AND epoch = %s ORDER BY seq",
+                session_id,
+                report.epoch,
+            )
+        )
+
     def is_empty(self) -> bool:
         exists = self.query("SELECT to_regclass(format('%%I.dsh_sessions', %s::text))", self.schema)
         if not exists or exists[0][0] is None:
             return True
-        return not self.query("SELECT 1 FROM {s}.dsh_sessions UNION ALL SELECT 1 FROM {s}.dsh_events")
+        tables = ["dsh_sessions", "dsh_events"]
+        if self.query("SELECT to_regclass(format('%%I.dsh_damaged', %s::text))", self.schema)[0][0] is not None:
+            tables.append("dsh_damaged")
+        union = " UNION ALL ".join(f"SELECT 1 FROM {{s}}.{table}" for table in tables)
+        return not self.query(union)

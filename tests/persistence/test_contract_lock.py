@@ -84,6 +84,8 @@ async def test_second_process_is_told_who_holds_the_session(
             await ctx.agents.resume("shared")
         with pytest.raises(errors.SessionInUseError, match=who):
             await ctx.session_persistence.delete("shared")
+        with pytest.raises(errors.SessionInUseError, match=who):
+            await ctx.session_persistence.repair("shared")
         live = await ctx.sessions.create("shared")  # goes live here, but cannot be persisted
         live.append("note/intruder", {})
         with pytest.raises(errors.SessionInUseError, match=who):

@@ -58,6 +58,7 @@ async def test_open_turn_is_closed_by_appended_repair_events(backend: Backend) -
     """Open calls get TOOL_OUTCOME_UNKNOWN, unstarted ones a TOOL_NOT_STARTED pair, then turn/end interrupted."""
     await store_log(backend, open_tool_turn())
     before = backend.stored("crafted")
+    raw_before = backend.raw("crafted")
     async with backend.harness() as ctx:
         loaded = await ctx.session_persistence.load("crafted")
     repaired = [(event.type, dict(event.data)) for event in loaded.repaired]
@@ -75,7 +76,8 @@ async def test_open_turn_is_closed_by_appended_repair_events(backend: Backend) -
     assert end == {"turn": 2, "reason": {"kind": "interrupted"}}
     assert [event.seq for event in loaded.events] == list(range(len(loaded.events)))
     assert loaded.repaired[0].time == loaded.events[len(open_tool_turn()) - 1].time
-    # Appended, never rewritten: the old events are a prefix, and the new ones are stored.
+    # Appended, never rewritten: what was stored stays byte for byte, and the new events are stored.
+    assert backend.raw("crafted")[: len(raw_before)] == raw_before
     after = backend.stored("crafted")
     assert after[: len(before)] == before
     assert after == list(loaded.events)
@@ -138,17 +140,17 @@ async def test_read_views_an_open_turn_without_writing_or_locking(backend: Backe
         session = await ctx.sessions.create("open")
         session.append("turn/start", {"turn": 1})
         await ctx.sessions.flush(session)
-    before = backend.stored("open")
+    before = backend.raw("open")
     async with backend.harness() as ctx:
         viewed = await ctx.session_persistence.read("open")
         again = await ctx.session_persistence.read("open")  # no lock was kept by the first read
-        assert backend.stored("open") == before  # nothing written by read()
+        assert backend.raw("open") == before  # nothing written by read()
         loaded = await ctx.session_persistence.load("open")  # and load can still take it
     assert [event.type for event in viewed.events] == ["turn/start", "turn/end"]
     assert viewed.events[-1].data["reason"] == {"kind": "interrupted"}
     assert again.events == viewed.events
     assert loaded.events == viewed.events
-    assert backend.stored("open") != before  # load (not read) appended the repair
+    assert backend.raw("open") != before  # load (not read) appended the repair
 
 
 async def test_read_while_another_harness_holds_the_session(backend: Backend) -> None:
@@ -161,3 +163,76 @@ async def test_read_while_another_harness_holds_the_session(backend: Backend) ->
         assert [event.type for event in viewed.events] == ["note/one"]
         with pytest.raises(backend.errors.SessionInUseError):
             await viewer.session_persistence.load("busy")
+
+
+# ---------------------------------------------------------------------- the explicit repair
+
+
+def damaged_log() -> list[tuple[str, dict[str, Any]]]:
+    """A closed turn, then a second one whose third event (seq 7) the test damages."""
+    prompt = UserMessage(content=(Text("again"),))
+    return [
+        *closed_turn(),
+        ("turn/start", {"turn": 2}),
+        ("user/message", {"message": prompt.to_json()}),
+        ("note/x", {}),  # seq 7: becomes a tool/call without its step
+        ("turn/end", {"turn": 2, "reason": {"kind": "completed"}}),
+    ]
+
+
+async def test_load_refuses_an_event_that_breaks_its_rules(backend: Backend) -> None:
+    """A stored event that append would refuse is a SessionCorruptError naming seq, type and field; nothing changes."""
+    await store_log(backend, damaged_log())
+    backend.damage("crafted", 7, "tool/call", {"turn": 2})
+    damaged = backend.raw("crafted")
+    async with backend.harness() as ctx:
+        for view in (ctx.session_persistence.load, ctx.session_persistence.read):
+            with pytest.raises(backend.errors.SessionCorruptError, match=r"tool/call: data\.step") as caught:
+                await view("crafted")
+            assert (caught.value.seq, caught.value.event_type, caught.value.field) == (7, "tool/call", "data.step")
+            assert "dsh sessions repair" in str(caught.value)
+        with pytest.raises(backend.errors.SessionCorruptError):
+            await ctx.agents.resume("crafted", agent_options=MODEL)
+    assert backend.raw("crafted") == damaged
+
+
+async def test_repair_cuts_before_the_first_refused_event_and_keeps_what_it_cut(backend: Backend) -> None:
+    """repair() cuts the log at the refused event, keeps the cut events aside, and the session then resumes
+    (the turn the cut leaves open closed by crash repair); a sound log is left alone; delete() takes the backup."""
+    await store_log(backend, damaged_log())
+    backend.damage("crafted", 7, "tool/call", {"turn": 2})
+    damaged = backend.raw("crafted")
+    async with backend.harness() as ctx:
+        persistence = ctx.session_persistence
+        report = await persistence.repair("crafted")
+        assert (report.id, report.seq, report.dropped_events, report.events) == ("crafted", 7, 2, 7)
+        assert report.backup is not None
+        assert report.problem is not None
+        assert "tool/call: data.step" in report.problem
+        assert report.describe()[0].startswith("session crafted: cut at ")
+        assert backend.raw("crafted") == damaged[:7]
+        assert backend.backed_up("crafted", report) == damaged[7:]
+        (info,) = await persistence.list()
+        assert (info.events, info.turns, info.title) == (7, 2, "hello")
+        async with await ctx.agents.resume("crafted", agent_options=MODEL) as handle:
+            kinds = [event.type for event in handle.agent.session.events]
+        assert kinds[-3:] == ["turn/start", "user/message", "turn/end"]
+        again = await persistence.repair("crafted")  # sound now: nothing cut
+        assert (again.seq, again.backup, again.dropped_events) == (None, None, 0)
+        assert again.describe() == [f"session crafted: nothing to repair ({again.events} events, every {_unit(backend)} sound)"]
+        await persistence.delete("crafted")
+    assert backend.is_empty()  # the backup went with the session
+
+
+def _unit(backend: Backend) -> str:
+    return "line" if backend.name == "persistence-jsonl" else "event"
+
+
+async def test_repair_refuses_a_live_session_and_an_unknown_one(backend: Backend) -> None:
+    """A live session is not cut under its writer; an id with nothing stored is not found."""
+    async with backend.harness() as ctx:
+        await ctx.sessions.create("live")
+        with pytest.raises(backend.errors.SessionInUseError, match="dispose it before repairing it"):
+            await ctx.session_persistence.repair("live")
+        with pytest.raises(backend.errors.SessionNotFoundError):
+            await ctx.session_persistence.repair("nobody")

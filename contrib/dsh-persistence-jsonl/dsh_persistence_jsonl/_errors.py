@@ -90,6 +90,11 @@ class SessionCorruptError(PersistenceError, ValueError):
         self.event_type = event_type
         self.field = field
 
+    @property
+    def seq(self) -> int | None:
+        """The seq of the damaged event (``line - 2``), or ``None`` for the header."""
+        return self.line - 2 if self.line >= 2 else None
+
 
 class SessionFormatError(PersistenceError, ValueError):
     """A stored log was written in a format version this plugin does not read."""

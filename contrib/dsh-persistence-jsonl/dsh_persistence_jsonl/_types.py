@@ -68,3 +68,23 @@ class RepairReport:
     events: int
     #: why the first cut line was refused (the ``SessionCorruptError`` message), or ``None``
     problem: str | None = None
+
+    @property
+    def seq(self) -> int | None:
+        """The first event cut (``line - 2``), or ``None`` when nothing was cut."""
+        return None if self.line is None else self.line - 2
+
+    @property
+    def dropped_events(self) -> int:
+        """The event lines cut (a torn last line counts as one)."""
+        return self.dropped_lines
+
+    def describe(self) -> list[str]:
+        """What happened, as lines for a person (``dsh sessions repair`` prints them)."""
+        if self.backup is None:
+            return [f"session {self.id}: nothing to repair ({self.events} events, every line sound)"]
+        return [
+            f"session {self.id}: cut at line {self.line}: dropped {self.dropped_lines} lines "
+            f"({self.dropped_bytes} bytes), kept {self.events} events",
+            f"the original file is kept as {self.backup}",
+        ]

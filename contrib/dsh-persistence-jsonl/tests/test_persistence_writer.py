@@ -8,7 +8,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from dsh_persistence_jsonl import SessionConflictError, SessionWriteError
+from dsh_persistence_jsonl import SessionWriteError
 
 from dsh_core import SessionEvent
 
@@ -163,52 +163,6 @@ async def test_fsync_failure_breaks_the_journal_for_good(
             await ctx.sessions.flush(session)
 
 
-async def test_flush_of_a_session_that_cannot_be_persisted_says_why(
-    harness: HarnessFactory, root: Path
-) -> None:
-    """A fresh session created under the id of a stored one is refused: its flushes name the conflict."""
-    async with harness() as ctx:
-        session = await ctx.sessions.create("taken")
-        session.append("note/added", {})
-    async with harness() as ctx:
-        session = await ctx.sessions.create("taken")  # not a resume: it does not continue the stored log
-        session.append("note/other", {})
-        with pytest.raises(SessionConflictError, match=r"Resume the stored session with ctx\.agents\.resume"):
-            await ctx.sessions.flush(session)
-    assert [event.type for event in stored_events(root / "taken" / "session.jsonl")] == ["note/added"]
-
-
-async def test_many_sessions_written_concurrently(harness: HarnessFactory, root: Path) -> None:
-    """Twenty sessions appended to from twenty tasks each store exactly their own events."""
-    async with harness(batch_delay=0.01) as ctx:
-        sessions = [await ctx.sessions.create(f"s{index}") for index in range(20)]
-
-        async def fill(session: object) -> None:
-            for index in range(200):
-                session.append("note/added", {"index": index, "id": session.id})  # type: ignore[attr-defined]
-                if index % 7 == 0:
-                    await anyio.lowlevel.checkpoint()
-            await ctx.sessions.flush(session)
-
-        async with anyio.create_task_group() as tg:
-            for session in sessions:
-                tg.start_soon(fill, session)
-        expected = {session.id: list(session.events) for session in sessions}
-    for session_id, events in expected.items():
-        assert stored_events(root / session_id / "session.jsonl") == events
-
-
-async def test_disposed_session_releases_its_file(harness: HarnessFactory, root: Path) -> None:
-    """When a session leaves the store its log is complete and another harness can take it over."""
-    async with harness(batch_delay=NEVER) as first, harness() as second:
-        session = first.sessions.prepare("handover")
-        detach = await first.sessions.enter(session)
-        session.append("note/added", {})
-        await detach()
-        loaded = await second.session_persistence.load("handover")
-        assert [event.type for event in loaded.events] == ["note/added"]
-
-
 async def test_events_match_line_for_line(harness: HarnessFactory, root: Path) -> None:
     """Every line after the header is exactly SessionEvent.to_json() of the event with that seq."""
     async with harness() as ctx:
@@ -220,16 +174,3 @@ async def test_events_match_line_for_line(harness: HarnessFactory, root: Path) -
     assert SessionEvent.from_json(__import__("json").loads(line)) == event
 
 
-async def test_an_agent_whose_session_cannot_be_persisted_is_refused(harness: HarnessFactory, root: Path) -> None:
-    """Creating an agent over a stored session's id fails at create (agent/created veto), not silently."""
-    from dsh_core import AgentOptions
-    from dsh_core.testing import ScriptedModel
-
-    async with harness(ScriptedModel(["stored answer"])) as ctx:
-        options = AgentOptions(model="scripted/x")
-        async with await ctx.agents.create("taken", agent_options=options) as handle:
-            await handle.agent.run("remember this")
-    async with harness() as ctx:
-        with pytest.raises(SessionConflictError, match=r"ctx\.agents\.resume"):
-            await ctx.agents.create("taken", agent_options=AgentOptions(model="x/y"))
-        assert ctx.agents.get("taken") is None

@@ -1,10 +1,12 @@
-"""Events to rows and back: the columns of a batch, the strict read of stored rows, the listing title.
+"""Events to rows and back: the columns of a batch, the strict read and check of stored rows, the listing.
 
-Writing: ``data`` is encoded with orjson (the hot path of every write; the data was checked as
-lossless JSON at append). Reading: each ``data`` text is decoded straight into frozen values (the
+Writing: a batch is one text, a line per event (type, time, data; ``encode_batch``), which the
+write statement splits on the server; ``data`` is encoded with orjson (the hot path of every
+write; the data was checked as lossless JSON at append). Reading: each ``data`` text is decoded straight into frozen values (the
 decoder freezes every object as it builds it), and a row that is not a well-formed event — a gap
 in the seqs, data that is not a JSON object — is an error naming the session and the seq, never
-skipped. Reading pauses the cyclic garbage collector, as the JSONL loader does: every container
+skipped; and every event then goes through the checks ``session.append`` makes (``check_events``),
+so a row that breaks its type's rules is reported at load, naming seq, type and field. Reading pauses the cyclic garbage collector, as the JSONL loader does: every container
 built stays alive, and the collections they would trigger cost a third of the read.
 """
 
@@ -20,46 +22,66 @@ from typing import Any, Final, NoReturn
 import attrs
 import orjson
 
-from dsh_core import FrozenDict, SessionEvent, UserMessage
-from dsh_core.session_log import TurnStartEvent, UserMessageEvent
+from dsh_core import EventDataError, FrozenDict, SessionEvent, SessionMeta, UserMessage
+from dsh_core.session_log import TurnStartEvent, UserMessageEvent, check_log
 from dsh_core.vocabulary import frozen_trusted
 
 from ._errors import SessionCorruptError
 
-__all__ = ["Batch", "decode_event", "decode_rows", "encode_batch", "gc_paused"]
+__all__ = [
+    "Batch",
+    "check_events",
+    "decode_event",
+    "decode_rows",
+    "encode_batch",
+    "gc_paused",
+    "sound_prefix",
+    "summarize",
+]
 
 _TITLE_LENGTH: Final = 80
 
 
 @attrs.frozen
 class Batch:
-    """The column arrays of a batch of events, and what it adds to the session's listing."""
+    """A batch of events as the write statement takes it, and what it adds to the session's listing."""
 
-    types: list[str]
-    times: list[float]
-    datas: list[str]
+    #: a line per event, in seq order: the type as a JSON string, tab, the time, tab, the data as JSON
+    payload: str
+    count: int
     turns: int
     title: str | None
 
 
 def encode_batch(events: Sequence[SessionEvent], *, want_title: bool) -> Batch:
-    """The columns of ``events``; ``title`` from its first prompt when ``want_title``."""
-    types: list[str] = []
-    times: list[float] = []
-    datas: list[str] = []
+    """``events`` as the write statement's text; ``title`` from the first prompt when ``want_title``.
+
+    orjson writes JSON without whitespace and escapes control characters inside strings, so no
+    line holds a raw tab or newline but the separators. ``repr`` of a float reads back exactly.
+    """
+    dumps = orjson.dumps
+    kinds: dict[str, bytes] = {}  # a batch repeats a few types: encode each once
+    lines: list[bytes] = []
+    for event in events:
+        kind = kinds.get(event.type)
+        if kind is None:
+            kind = kinds[event.type] = dumps(event.type)
+        lines.append(b"%s\t%r\t%s" % (kind, event.time, dumps(event.data)))
+    turns, title = summarize(events, want_title=want_title)
+    return Batch(b"\n".join(lines).decode("utf-8"), len(events), turns, title)
+
+
+def summarize(events: Sequence[SessionEvent], *, want_title: bool = True) -> tuple[int, str | None]:
+    """What ``events`` add to the listing: their number of turns, and a title from the first prompt."""
     turns = 0
     title = None
-    dumps = orjson.dumps
     for event in events:
         kind = event.type
-        types.append(kind)
-        times.append(event.time)
-        datas.append(dumps(event.data).decode("utf-8"))
         if kind == TurnStartEvent.type:
             turns += 1
         elif want_title and title is None and kind == UserMessageEvent.type:
             title = _title(event)
-    return Batch(types, times, datas, turns, title)
+    return turns, title
 
 
 def _title(event: SessionEvent) -> str | None:
@@ -120,13 +142,55 @@ def decode_event(session_id: str, seq: int, kind: str, time: float, text: str) -
         _corrupt(session_id, seq, str(exc))
 
 
-def _corrupt(session_id: str, seq: int, problem: str) -> NoReturn:
+def check_events(session_id: str, meta: SessionMeta, events: Sequence[SessionEvent]) -> None:
+    """Every event through the checks of ``session.append`` (data rules, turns, surfaces), in order.
+
+    :raises SessionCorruptError: for the first event refused, naming its seq, type and field.
+    """
+    try:
+        check_log(session_id, meta, events)
+    except EventDataError as exc:
+        seq = exc.seq if exc.seq is not None else len(events) - 1
+        _corrupt(session_id, seq, str(exc), event_type=exc.event_type, field=exc.field or None)
+
+
+def sound_prefix(
+    session_id: str, meta: SessionMeta, rows: Iterable[tuple[Any, ...]]
+) -> tuple[list[SessionEvent], SessionCorruptError | None]:
+    """The events before the first row ``read`` refuses, and why it refuses it (``None``: all sound).
+
+    What ``repair`` keeps: rows are decoded in seq order up to the first gap or malformed row, then
+    the decoded events are checked as ``session.append`` would; the cut is at the first refusal.
+    """
+    events: list[SessionEvent] = []
+    problem: SessionCorruptError | None = None
+    with gc_paused():
+        for index, (seq, kind, time, text) in enumerate(rows):
+            try:
+                if seq != index:
+                    _corrupt(session_id, index, f"the stored seqs jump from {index - 1} to {seq}")
+                events.append(decode_event(session_id, seq, kind, time, text))
+            except SessionCorruptError as exc:
+                problem = exc
+                break
+    try:
+        check_events(session_id, meta, events)
+    except SessionCorruptError as exc:
+        del events[exc.seq :]
+        problem = exc
+    return events, problem
+
+
+def _corrupt(
+    session_id: str, seq: int, problem: str, *, event_type: str | None = None, field: str | None = None
+) -> NoReturn:
     msg = (
         f"session {session_id!r}: event {seq} cannot be read: {problem}; the stored log is damaged, so "
-        f"it is not repaired automatically and nothing was changed. Fix or delete that row of "
-        f"dsh_events, or delete the session"
+        f"it is not repaired automatically and nothing was changed. Fix that row of dsh_events by hand, "
+        f"cut the log before it with `dsh sessions repair <id>` (which keeps the rows it drops in "
+        f"dsh_damaged), or delete the session"
     )
-    raise SessionCorruptError(msg, session_id=session_id, seq=seq)
+    raise SessionCorruptError(msg, session_id=session_id, seq=seq, event_type=event_type, field=field)
 
 
 _gc_lock = threading.Lock()

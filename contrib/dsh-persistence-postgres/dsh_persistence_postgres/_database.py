@@ -25,14 +25,14 @@ import attrs
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from dsh_core import SessionEvent
+from dsh_core import SessionEvent, SessionMeta
 
-from ._codec import decode_event, decode_rows, encode_batch
+from ._codec import decode_event, decode_rows, encode_batch, sound_prefix, summarize
 from ._dsn import KEEPALIVES, SERVER_KEEPALIVES, Target
 from ._errors import SessionCorruptError, SessionFencedError, SessionNotFoundError, SessionWriteError
-from ._schema import LOCK_SEED, Statements, ensure_schema
+from ._schema import LOCK_SEED, Statements, ensure_schema, schema_lock
 
-__all__ = ["Claim", "Database", "Stored"]
+__all__ = ["Claim", "Database", "Repaired", "Stored"]
 
 logger = logging.getLogger("dsh.persistence_postgres")
 
@@ -47,6 +47,18 @@ class Claim:
     epoch: int
     count: int
     titled: bool
+
+
+@attrs.frozen
+class Repaired:
+    """What ``repair`` did: the epoch it took, the first seq it cut (``None``: nothing), the rows it
+    moved to ``dsh_damaged``, the events kept, and why the first cut event was refused."""
+
+    epoch: int
+    seq: int | None
+    dropped: int
+    events: int
+    problem: str | None
 
 
 @attrs.frozen
@@ -74,6 +86,8 @@ class Database:
         self.target = target
         self.schema = schema
         self.sql = Statements(schema)
+        self._append = self.sql.append()
+        self._append_relaxed = self.sql.append(durable=False)
         self.host = socket.gethostname()
         self.pid = os.getpid()
         options = {**KEEPALIVES, "connect_timeout": str(CONNECT_TIMEOUT)}
@@ -221,36 +235,44 @@ class Database:
         events: Sequence[SessionEvent],
         *,
         want_title: bool,
+        durable: bool = True,
     ) -> bool:
-        """Commit ``events`` behind the fence, in one transaction; ``_Rejected`` if the fence refuses.
+        """Commit ``events`` behind the fence, in one statement; ``_Rejected`` if the fence refuses.
 
-        ``COPY`` rather than one ``INSERT`` over arrays: adapting and parsing the arrays costs ten
-        times more than copying the rows. Returns whether the batch set the session's title.
+        One statement (``Statements.append``): the fence UPDATE and the INSERT of the rows, which
+        in autocommit is one transaction, one round trip and one commit. It replaced a transaction
+        of fence UPDATE + ``COPY`` + ``COMMIT`` (five round trips, and a Python call per row to feed
+        the COPY); see the plugin docs for the measurement. Returns whether the batch set the title.
         """
         batch = encode_batch(events, want_title=want_title)
         params = {
             "id": session_id,
             "epoch": epoch,
             "first": first,
-            "end": first + len(events),
+            "end": first + batch.count,
             "turns": batch.turns,
             "title": batch.title,
+            "batch": batch.payload,
         }
-        with conn.transaction():
-            if conn.execute(self.sql.advance(), params).rowcount != 1:
-                raise _Rejected  # leaves the transaction: rolled back, nothing written
-            with conn.cursor().copy(self.sql.copy_events()) as copy:
-                write = copy.write_row
-                seq = first
-                for row in zip(batch.types, batch.times, batch.datas, strict=True):
-                    write((session_id, seq, *row))
-                    seq += 1
+        statement = self._append if durable else self._append_relaxed
+        if conn.execute(statement, params, prepare=True).rowcount != batch.count:
+            raise _Rejected  # the fence matched nothing, so nothing was written
         return batch.title is not None
 
     def append(
-        self, session_id: str, epoch: int, first: int, events: Sequence[SessionEvent], *, want_title: bool
+        self,
+        session_id: str,
+        epoch: int,
+        first: int,
+        events: Sequence[SessionEvent],
+        *,
+        want_title: bool,
+        durable: bool = True,
     ) -> bool:
         """Commit ``events`` (seqs ``first``...) if ``epoch`` is current and ``first`` is the stored count.
+
+        ``durable``: the commit returns once it is on the server's disk; otherwise once it is
+        committed, on disk by the next durable commit or ``sync_point`` (see ``Statements.append``).
 
         Returns whether the batch gave the session its title. A batch found already committed (an
         earlier attempt whose answer was lost with its connection) is not written twice: under our
@@ -264,7 +286,10 @@ class Database:
         with self._pool.connection() as conn:
             for _ in range(2):
                 try:
-                    return self._insert(conn, session_id, epoch, first, events, want_title=want_title) or titled
+                    written = self._insert(
+                        conn, session_id, epoch, first, events, want_title=want_title, durable=durable
+                    )
+                    return written or titled
                 except _Rejected:
                     pass
                 state = conn.execute(self.sql.state(), (session_id,)).fetchone()
@@ -296,6 +321,15 @@ class Database:
         msg = f"session {session_id!r}: a batch was refused twice under the current epoch"
         raise SessionWriteError(msg, session_id=session_id)
 
+    def sync_point(self) -> None:
+        """Return once every commit before it is on the server's disk.
+
+        A transaction that takes a transaction id commits with a commit record, and a synchronous
+        commit waits for the WAL up to that record: every earlier commit of the server included.
+        """
+        with self._pool.connection() as conn:
+            conn.execute("SELECT txid_current()")
+
     # ------------------------------------------------------------------ reading
 
     def exists(self, session_id: str) -> bool:
@@ -320,7 +354,8 @@ class Database:
         if len(events) != count:
             msg = (
                 f"session {session_id!r}: dsh_sessions counts {count} events but dsh_events holds "
-                f"{len(events)}; the stored log is damaged and nothing was changed"
+                f"{len(events)}; the stored log is damaged and nothing was changed. Cut it to what is sound "
+                f"with `dsh sessions repair <id>`, or delete the session"
             )
             raise SessionCorruptError(msg, session_id=session_id, seq=min(count, len(events)))
         return Stored(created=float(created), meta=json.loads(meta_text), events=events)
@@ -330,11 +365,58 @@ class Database:
             return conn.execute(self.sql.listing()).fetchall()
 
     def delete(self, session_id: str) -> bool:
-        """Remove a session and its events in one transaction; ``False`` if it was not stored."""
+        """Remove a session, its events and the rows ``repair`` kept of it, in one transaction.
+
+        Returns ``False`` if it was not stored.
+        """
         with self._pool.connection() as conn, conn.transaction():
             conn.execute(self.sql.delete_events(), (session_id,))
             gone = conn.execute(self.sql.delete_session(), (session_id,)).fetchone()
+            found = conn.execute(self.sql.damaged_exists(), (self.schema,)).fetchone()
+            if found is not None and found[0]:
+                conn.execute(self.sql.delete_damaged(), (session_id,))
         return gone is not None
+
+    # ------------------------------------------------------------------ the explicit repair
+
+    def repair(self, session_id: str) -> Repaired | None:
+        """Cut the stored log before the first event ``read`` refuses, in one transaction.
+
+        The cut rows move to ``dsh_damaged`` under the new owner epoch this takes (so a stale
+        writer is fenced off too); the session's count, turns and title are set from what is
+        kept. A sound log is left as it is. ``None`` when nothing is stored under ``session_id``.
+        Call it holding the session's lock.
+        """
+        with self._pool.connection() as conn, conn.transaction():
+            claimed = conn.execute(self.sql.claim(), (self.host, self.pid, session_id)).fetchone()
+            if claimed is None:
+                return None
+            epoch = int(claimed[0])
+            header = conn.execute(self.sql.header(), (session_id,)).fetchone()
+            assert header is not None  # the row is locked by the claim
+            count = int(header[2])
+            meta = SessionMeta.from_json(json.loads(header[1]), field="meta")
+            rows = conn.execute(self.sql.events(), (session_id,)).fetchall()
+            kept, refused = sound_prefix(session_id, meta, rows)
+            keep = min(len(kept), count)
+            problem = None if refused is None else str(refused)
+            if problem is None and len(rows) != count:
+                problem = (
+                    f"session {session_id!r}: dsh_sessions counts {count} events but dsh_events holds "
+                    f"{len(rows)} rows"
+                )
+            if problem is None:
+                return Repaired(epoch=epoch, seq=None, dropped=0, events=count, problem=None)
+            dropped = len(rows) - keep
+            params: dict[str, Any] = {"id": session_id, "epoch": epoch, "keep": keep, "problem": problem}
+            if dropped:
+                schema_lock(conn, self.schema)
+                conn.execute(self.sql.create_damaged())
+                conn.execute(self.sql.keep_damaged(), params)
+                conn.execute(self.sql.cut_events(), params)
+            turns, title = summarize(kept[:keep])
+            conn.execute(self.sql.set_count(), {**params, "turns": turns, "title": title})
+        return Repaired(epoch=epoch, seq=keep, dropped=dropped, events=keep, problem=problem)
 
 
 def _text(value: str | None) -> str | None:

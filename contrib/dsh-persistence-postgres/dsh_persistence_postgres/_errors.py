@@ -5,7 +5,7 @@ PersistenceError(DshError)
   + SessionInUseError(PersistenceError, RuntimeError)      .session_id, .host, .pid
     - SessionFencedError(SessionInUseError)                .epoch (ours, now stale)
   + SessionConflictError(PersistenceError, RuntimeError)   .session_id
-  + SessionCorruptError(PersistenceError, ValueError)      .session_id, .seq
+  + SessionCorruptError(PersistenceError, ValueError)      .session_id, .seq, .event_type, .field
   + SessionFormatError(PersistenceError, ValueError)       .version, .expected
   + SessionWriteError(PersistenceError, OSError)           .session_id
   + DatabaseError(PersistenceError, ConnectionError)       .target (the server, never the password)
@@ -79,12 +79,27 @@ class SessionConflictError(PersistenceError, RuntimeError):
 
 
 class SessionCorruptError(PersistenceError, ValueError):
-    """A stored log cannot be read as a log: a gap in the seqs, an event that is not one."""
+    """A stored log cannot be read as a log: a gap in the seqs, an event that is not one, an event
+    that breaks the rules of its type (the checks ``session.append`` makes).
 
-    def __init__(self, message: str, *, session_id: str, seq: int) -> None:
+    ``seq`` is the damaged event's; for an event that breaks its type's data rules, ``event_type``
+    and ``field`` (``data.turn``, ``data.message.id``...) say which rule; otherwise they are ``None``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        session_id: str,
+        seq: int,
+        event_type: str | None = None,
+        field: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.session_id = session_id
         self.seq = seq
+        self.event_type = event_type
+        self.field = field
 
 
 class SessionFormatError(PersistenceError, ValueError):

@@ -1,5 +1,7 @@
 """The ``persistence-postgres`` plugin: its config, its hooks, and how it starts and stops.
 
+Nothing here imports the driver at module level; ``start`` does (see the package docstring).
+
 Starting resolves the DSN, connects, creates or checks the schema, provides the
 ``session_persistence`` service, follows the sessions already live, hooks ``session/created``,
 ``session/event``, ``session/flush`` and ``session/disposed``, and runs the background writer.
@@ -15,17 +17,15 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.to_thread
 import attrs
-import psycopg
 
 from dsh_core import SessionEvent, hookimpl
 
-from ._database import Database
-from ._dsn import resolve_target
 from ._errors import DatabaseError
-from ._store import PostgresSessionStore
 
 if TYPE_CHECKING:
     from dsh_core import Context, Session
+
+    from ._store import PostgresSessionStore
 
 __all__ = ["PersistenceConfig", "PersistencePlugin"]
 
@@ -117,6 +117,14 @@ class PersistencePlugin:
         self.store: PostgresSessionStore | None = None
 
     async def start(self, ctx: Context) -> None:
+        # The driver is imported here, not with the module: ``dsh`` imports every installed plugin
+        # at start-up, and psycopg alone costs it tens of milliseconds (see the plugin docs).
+        import psycopg
+
+        from ._database import Database
+        from ._dsn import resolve_target
+        from ._store import PostgresSessionStore
+
         config = ctx.config if isinstance(ctx.config, PersistenceConfig) else PersistenceConfig()
         target = resolve_target(config.dsn)
         db = Database(target, config.schema, pool_size=config.connections)

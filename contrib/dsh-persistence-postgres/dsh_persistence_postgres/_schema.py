@@ -5,6 +5,8 @@ per session: its meta and listing columns, the number of stored events, and the 
 the owner's identity. ``dsh_events`` has one row per event, keyed ``(session_id, seq)``; ``data``
 is of type ``json`` (kept exactly as written, so every value round-trips; ``jsonb`` would
 renumber ``1.0`` as ``1`` and reorder keys), and still open to ``->`` / ``->>`` queries.
+``dsh_damaged`` keeps the rows ``repair`` cut from a damaged log, keyed ``(session_id, epoch,
+seq)``; it is created by the first repair (a version-1 schema works with or without it).
 
 The schema is created under a transaction-scoped advisory lock, so two processes starting at
 once on an empty database neither race nor fail.
@@ -12,21 +14,15 @@ once on an empty database neither race nor fail.
 
 from __future__ import annotations
 
-from typing import Final
-
 import attrs
 import psycopg
 from psycopg import sql
 
 from ._errors import SessionFormatError
+from ._version import LOCK_SEED, SCHEMA_VERSION
 
-__all__ = ["SCHEMA_VERSION", "Statements", "ensure_schema"]
+__all__ = ["LOCK_SEED", "SCHEMA_VERSION", "Statements", "ensure_schema", "schema_lock"]
 
-#: the version of the tables this plugin creates and uses
-SCHEMA_VERSION: Final = 1
-
-#: seeds ``hashtextextended`` for the advisory-lock keys, keeping them apart from other users'
-LOCK_SEED: Final = 0x647368  # "dsh"
 
 
 def _tables(schema: sql.Identifier) -> list[sql.Composed]:
@@ -66,11 +62,13 @@ def _tables(schema: sql.Identifier) -> list[sql.Composed]:
 def ensure_schema(conn: psycopg.Connection[tuple[object, ...]], schema: str, target: str) -> None:
     """Create the tables in ``schema`` if they are missing, or check their version.
 
+    Every DDL of the schema runs under the transaction-scoped advisory lock ``schema_lock``.
+
     :raises SessionFormatError: the schema holds another version (naming both).
     """
     ident = sql.Identifier(schema)
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, %s))", (f"schema/{schema}", LOCK_SEED))
+        schema_lock(conn, schema)
         found = conn.execute("SELECT to_regclass(format('%%I.dsh_schema', %s::text))", (schema,)).fetchone()
         if found is not None and found[0] is not None:
             row = conn.execute(sql.SQL("SELECT max(version) FROM {}.dsh_schema").format(ident)).fetchone()
@@ -90,6 +88,11 @@ def ensure_schema(conn: psycopg.Connection[tuple[object, ...]], schema: str, tar
             conn.execute(statement)
 
 
+def schema_lock(conn: psycopg.Connection[tuple[object, ...]], schema: str) -> None:
+    """Take the schema's DDL lock until the transaction ends (two processes never race on DDL)."""
+    conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, %s))", (f"schema/{schema}", LOCK_SEED))
+
+
 @attrs.frozen
 class Statements:
     """The statements of one schema, composed once."""
@@ -104,20 +107,30 @@ class Statements:
         """The prefix of this schema's session lock keys."""
         return f"session/{self.schema}/"
 
-    def advance(self) -> sql.Composed:
-        """The fence: moves the stored count on only if the epoch is current and the batch continues the log.
+    def append(self, *, durable: bool = True) -> sql.Composed:
+        """The fenced write as one statement: the fence, then the batch's rows, only if the fence matched.
 
-        It locks the session's row until the transaction ends, so the rows copied after it go in
-        under the same check.
+        ``%(batch)s`` is one text, a line per event: the type as a JSON string, a tab, the time, a
+        tab, the data as JSON (``Batch``). Neither JSON text holds a raw tab or newline, and the
+        data goes into the ``json`` column as exactly that text. One statement is one transaction
+        in autocommit: one round trip, one commit. It inserts no row when the fence does not match
+        (then the UPDATE changed nothing either).
+
+        Not ``durable``: the commit does not wait for the WAL to reach the disk (``synchronous_commit``
+        off for this transaction only, set by the fence when it matches). The next durable commit,
+        or ``sync_point``, waits for the WAL up to itself, and so for this one too.
         """
+        relaxed = "" if durable else " AND set_config('synchronous_commit', 'off', true) IS NOT NULL"
         return self._q(
-            "UPDATE {s}.dsh_sessions SET events = %(end)s, modified = now(),"
+            "WITH fence AS ("
+            " UPDATE {s}.dsh_sessions SET events = %(end)s, modified = now(),"
             " turns = turns + %(turns)s, title = COALESCE(title, %(title)s)"
-            " WHERE id = %(id)s AND epoch = %(epoch)s AND events = %(first)s"
+            " WHERE id = %(id)s AND epoch = %(epoch)s AND events = %(first)s" + relaxed + " RETURNING id)"
+            " INSERT INTO {s}.dsh_events (session_id, seq, type, time, data)"
+            " SELECT fence.id, %(first)s::bigint + r.ord - 1, split_part(r.line, E'\\t', 1)::json #>> '{{}}',"
+            " split_part(r.line, E'\\t', 2)::float8, split_part(r.line, E'\\t', 3)::json"
+            " FROM fence, unnest(string_to_array(%(batch)s::text, E'\\n')) WITH ORDINALITY AS r (line, ord)"
         )
-
-    def copy_events(self) -> sql.Composed:
-        return self._q("COPY {s}.dsh_events (session_id, seq, type, time, data) FROM STDIN")
 
     def state(self) -> sql.Composed:
         return self._q("SELECT epoch, events, owner_host, owner_pid FROM {s}.dsh_sessions WHERE id = %s")
@@ -165,6 +178,45 @@ class Statements:
             "SELECT id, extract(epoch FROM created)::float8, extract(epoch FROM modified)::float8, cwd,"
             " parent_id, seed_length, events, turns, title FROM {s}.dsh_sessions ORDER BY created, id"
         )
+
+    # ---------------------------------------------------------------- the explicit repair
+
+    def damaged_exists(self) -> sql.Composed:
+        return self._q("SELECT to_regclass(format('%%I.dsh_damaged', %s::text)) IS NOT NULL")
+
+    def create_damaged(self) -> sql.Composed:
+        """The table ``repair`` moves the rows it cuts to (created on its first use; optional in v1)."""
+        return self._q(
+            "CREATE TABLE IF NOT EXISTS {s}.dsh_damaged ("
+            " session_id text NOT NULL,"
+            " epoch bigint NOT NULL,"
+            " seq bigint NOT NULL,"
+            " type text NOT NULL,"
+            " time double precision NOT NULL,"
+            " data text NOT NULL,"
+            " cut timestamptz NOT NULL DEFAULT now(),"
+            " problem text,"
+            " PRIMARY KEY (session_id, epoch, seq))"
+        )
+
+    def keep_damaged(self) -> sql.Composed:
+        return self._q(
+            "INSERT INTO {s}.dsh_damaged (session_id, epoch, seq, type, time, data, problem)"
+            " SELECT session_id, %(epoch)s, seq, type, time, data::text, %(problem)s FROM {s}.dsh_events"
+            " WHERE session_id = %(id)s AND seq >= %(keep)s"
+        )
+
+    def cut_events(self) -> sql.Composed:
+        return self._q("DELETE FROM {s}.dsh_events WHERE session_id = %(id)s AND seq >= %(keep)s")
+
+    def set_count(self) -> sql.Composed:
+        return self._q(
+            "UPDATE {s}.dsh_sessions SET events = %(keep)s, turns = %(turns)s, title = %(title)s,"
+            " modified = now() WHERE id = %(id)s"
+        )
+
+    def delete_damaged(self) -> sql.Composed:
+        return self._q("DELETE FROM {s}.dsh_damaged WHERE session_id = %s")
 
     def delete_events(self) -> sql.Composed:
         return self._q("DELETE FROM {s}.dsh_events WHERE session_id = %s")

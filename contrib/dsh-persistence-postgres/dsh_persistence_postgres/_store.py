@@ -1,4 +1,5 @@
-"""The ``session_persistence`` service: load (with repair), read, exists, list, delete; and following live sessions.
+"""The ``session_persistence`` service: load (with crash repair), read, exists, list, delete, repair;
+and following live sessions.
 
 Every session that enters the store is *followed*: this store takes its lock and a new owner
 epoch (storing it with its first events when it is new), and every event it publishes is
@@ -26,6 +27,7 @@ import psycopg
 
 from dsh_core import SessionEvent, SessionMeta, StoredLogError, repair_events
 
+from ._codec import check_events
 from ._database import Claim, Database, not_found
 from ._errors import (
     DatabaseError,
@@ -35,7 +37,7 @@ from ._errors import (
     SessionInUseError,
 )
 from ._owners import Owners
-from ._types import LoadedSession, SessionInfo
+from ._types import LoadedSession, RepairReport, SessionInfo
 from ._writer import BatchWriter, Journal, is_urgent
 
 if TYPE_CHECKING:
@@ -163,7 +165,13 @@ class PostgresSessionStore:
         return await self._read(session_id, 0)
 
     async def _read(self, session_id: str, epoch: int) -> LoadedSession:
-        stored = await self._run(self._db.read, session_id)
+        return await self._run(self._read_blocking, session_id, epoch)
+
+    def _read_blocking(self, session_id: str, epoch: int) -> LoadedSession:
+        """Read, check every event as ``session.append`` would, and compute the crash repair."""
+        stored = self._db.read(session_id)
+        meta = SessionMeta.from_json(stored.meta, field="meta")
+        check_events(session_id, meta, stored.events)
         try:
             repaired = tuple(repair_events(stored.events))
         except StoredLogError as exc:
@@ -171,12 +179,53 @@ class PostgresSessionStore:
             raise SessionCorruptError(msg, session_id=session_id, seq=exc.seq) from exc
         return LoadedSession(
             id=session_id,
-            meta=SessionMeta.from_json(stored.meta, field="meta"),
+            meta=meta,
             events=tuple(stored.events) + repaired,
             created=stored.created,
             repaired=repaired,
             epoch=epoch,
         )
+
+    async def repair(self, session_id: str) -> RepairReport:
+        """Cut the stored log of ``session_id`` before its first damaged event, keeping what it cuts.
+
+        The explicit step after a ``SessionCorruptError``: in one transaction, the rows from the
+        first event ``load`` refuses on are moved to ``<schema>.dsh_damaged`` (created on first
+        use) and the session's count, turns and title are set from what is kept. A sound log is
+        left alone. Takes a new owner epoch, so a writer that still holds the old one is fenced.
+        Resume it afterwards as usual (a turn the cut leaves open is closed by crash repair then).
+
+        :raises SessionNotFoundError: nothing is stored under ``session_id``.
+        :raises SessionInUseError: the session is live here or held by another process.
+        :raises DatabaseError: the server failed (nothing was changed).
+        """
+        self._check_open("repair a session")
+        self._refuse_live(session_id, "repairing it")
+        if self._reserved.pop(session_id, None) is None:
+            await self._owners.acquire(session_id)
+        try:
+            done = await self._run(self._db.repair, session_id)
+        finally:
+            await self._owners.release(session_id)
+        if done is None:
+            raise not_found(session_id)
+        backup = None
+        if done.dropped:
+            backup = f"{self._db.schema}.dsh_damaged (session_id = {session_id!r}, epoch = {done.epoch})"
+        report = RepairReport(
+            id=session_id,
+            seq=done.seq,
+            dropped_events=done.dropped,
+            events=done.events,
+            backup=backup,
+            epoch=done.epoch,
+            problem=done.problem,
+        )
+        if done.seq is not None:
+            logger.warning(
+                "session %r: cut at event %d (%d rows moved to %s)", session_id, done.seq, done.dropped, backup
+            )
+        return report
 
     def release(self, session_id: str) -> None:
         """Give up the reservation ``load`` kept, when the resume that was to follow failed.
@@ -339,6 +388,8 @@ class PostgresSessionStore:
             return
         journal.pending.append(event)
         urgent = is_urgent(session, event)
+        if urgent:
+            journal.urgent = True  # its commit is durable, whichever write makes it (§9.1)
         if urgent or not journal.dirty:
             self._writer.mark(journal, urgent=urgent)
 

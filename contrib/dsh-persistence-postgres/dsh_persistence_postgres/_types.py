@@ -1,4 +1,4 @@
-"""The values the ``session_persistence`` service hands out: a loaded session, a listing entry."""
+"""The values the ``session_persistence`` service hands out: a loaded session, a listing entry, a repair."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import attrs
 
 from dsh_core import SessionEvent, SessionMeta
 
-__all__ = ["LoadedSession", "SessionInfo"]
+__all__ = ["LoadedSession", "RepairReport", "SessionInfo"]
 
 
 @attrs.frozen(kw_only=True)
@@ -43,3 +43,38 @@ class SessionInfo:
     events: int
     turns: int
     title: str | None
+
+
+@attrs.frozen(kw_only=True)
+class RepairReport:
+    """What ``repair`` did to one stored log.
+
+    ``seq`` is the first event it cut (``None`` when the log was sound and nothing changed);
+    ``dropped_events`` counts the rows it moved from ``dsh_events`` to ``backup``; ``events``
+    counts the events kept. ``backup`` names where the cut rows are kept (``None`` when none were
+    cut): the rows of ``<schema>.dsh_damaged`` with this ``session_id`` and ``epoch``.
+    """
+
+    id: str
+    seq: int | None
+    dropped_events: int
+    events: int
+    backup: str | None
+    #: the owner epoch the repair took; the kept rows of ``dsh_damaged`` carry it
+    epoch: int
+    #: why the first cut event was refused (the ``SessionCorruptError`` message), or ``None``
+    problem: str | None = None
+
+    def describe(self) -> list[str]:
+        """What happened, as lines for a person (``dsh sessions repair`` prints them)."""
+        if self.seq is None:
+            return [f"session {self.id}: nothing to repair ({self.events} events, every event sound)"]
+        lines = [
+            f"session {self.id}: cut at event {self.seq}: dropped {self.dropped_events} events, kept "
+            f"{self.events} events"
+        ]
+        if self.problem:
+            lines.append(f"because: {self.problem}")
+        if self.backup is not None:
+            lines.append(f"the dropped rows are kept in {self.backup}")
+        return lines

@@ -3,8 +3,16 @@
 A journal buffers the events its session publishes (the ``session/event`` listener only appends
 to a list) and commits them as one fenced statement (``Database.append``) at the end of a batch
 window, at once for the records §9.1 makes durable without delay (``inbox/queued``,
-``inbox/cleared``, and context injected while idle: ``is_urgent``), or when the session is flushed. A journal's writes are ordered by its lock;
-the writer commits the journals of one window concurrently, as many as the pool has connections.
+``inbox/cleared``, and context injected while idle: ``is_urgent``), or when the session is
+flushed. A journal's writes are ordered by its lock; the writer commits the journals of one window
+concurrently, as many as the pool has connections.
+
+Durability: a flush, a close and any commit holding an urgent record wait for the server's disk
+(a synchronous commit). A batch window's commit does not (``synchronous_commit`` off for that
+transaction): nothing was promised for it, and a flush that follows commits synchronously or, when
+the window left nothing pending, takes a sync point, which waits for the WAL up to that moment
+and so covers the window's commits too. So what a flush returning promises is unchanged, and a
+window's commit no longer makes the turn-end flush wait out an extra fsync.
 
 Failures:
 
@@ -64,6 +72,8 @@ class Journal:
         "pending",
         "session",
         "titled",
+        "unsynced",
+        "urgent",
         "written",
     )
 
@@ -86,6 +96,10 @@ class Journal:
         #: why this journal can no longer persist its session (sticky)
         self.broken: PersistenceError | None = None
         self.closed = False
+        #: an urgent event (§9.1) is pending: the next commit is durable, whoever makes it
+        self.urgent = False
+        #: a commit not yet known to be on the server's disk was made (a batch window's)
+        self.unsynced = False
         #: orders opening, writes and close
         self.io = anyio.Lock()
 
@@ -98,12 +112,24 @@ class Journal:
         self.epoch, self.written, self.titled = claim.epoch, claim.count, claim.titled
         self.pending[:0] = snapshot[claim.count :]
 
-    async def _commit(self) -> None:
-        """Commit every pending event (under ``io``). Never raises: failures are recorded."""
+    async def _commit(self, *, durable: bool) -> None:
+        """Commit every pending event (under ``io``). Never raises: failures are recorded.
+
+        ``durable``: return only once everything committed so far is on the server's disk (a flush,
+        a close, or a batch holding an urgent event). A batch window's commit is not durable: it
+        does not wait for the WAL's fsync; the next durable commit, or a ``sync_point`` when
+        nothing is pending, covers it.
+        """
         pending = self.pending
         epoch = self.epoch
-        if epoch is None or not pending or self.broken is not None:
+        if epoch is None or self.broken is not None:
             return
+        if not pending:
+            if durable and self.unsynced:
+                await self._sync_point()
+            return
+        urgent, self.urgent = self.urgent, False  # an urgent event published meanwhile sets it again
+        durable = durable or urgent
         batch = list(pending)
         if batch[0].seq != self.written:
             # Never expected: the log would get a gap or a duplicate. Stop rather than write it.
@@ -111,7 +137,13 @@ class Journal:
             self.broken = self.error(f"the write path lost its place ({problem}); nothing more is written")
             return
         append = functools.partial(
-            self.db.append, self.session_id, epoch, self.written, batch, want_title=not self.titled
+            self.db.append,
+            self.session_id,
+            epoch,
+            self.written,
+            batch,
+            want_title=not self.titled,
+            durable=durable,
         )
         try:
             titled = await anyio.to_thread.run_sync(append, limiter=self.limiter)
@@ -120,28 +152,45 @@ class Journal:
             logger.error("session %r: %s", self.session_id, exc)
             return
         except psycopg.Error as exc:
-            if self.failure is None:
-                logger.warning(
-                    "session %r: writing to %s failed: %s; %d events kept in memory, retried at the next "
-                    "batch or flush",
-                    self.session_id,
-                    self.db.target.name,
-                    self.db.target.redact(str(exc)),
-                    len(batch),
-                )
-            self.failure = exc
+            self.urgent = self.urgent or urgent  # still pending: the retry must be durable too
+            self._failed(exc, len(batch))
             return
         del pending[: len(batch)]
         self.written += len(batch)
         self.titled = self.titled or titled
+        self.unsynced = not durable
+        self._recovered()
+
+    async def _sync_point(self) -> None:
+        try:
+            await anyio.to_thread.run_sync(self.db.sync_point, limiter=self.limiter)
+        except psycopg.Error as exc:
+            self._failed(exc, 0)
+            return
+        self.unsynced = False
+        self._recovered()
+
+    def _failed(self, exc: psycopg.Error, events: int) -> None:
+        if self.failure is None:
+            logger.warning(
+                "session %r: writing to %s failed: %s; %d events kept in memory, retried at the next "
+                "batch or flush",
+                self.session_id,
+                self.db.target.name,
+                self.db.target.redact(str(exc)),
+                events,
+            )
+        self.failure = exc
+
+    def _recovered(self) -> None:
         if self.failure is not None:
             logger.warning("session %r: writing to %s works again; nothing was lost", self.session_id, self.db.target.name)
             self.failure = None
 
     async def write(self) -> None:
-        """Commit what is pending now (the writer's window). Never raises."""
+        """Commit what is pending now (the writer's window; durable only for an urgent event). Never raises."""
         async with self.io:
-            await self._commit()
+            await self._commit(durable=False)
 
     def error(self, problem: str, *, cause: BaseException | None = None) -> SessionWriteError:
         error = SessionWriteError(
@@ -162,6 +211,13 @@ class Journal:
                 f"already stored was changed"
             )
             raise self.error(problem, cause=None)
+        if failure is not None and self.unsynced:
+            problem = (
+                f"waiting for the server to make the stored log durable failed: "
+                f"{self.db.target.redact(str(failure))}; the last events were committed but may not be on "
+                f"its disk yet (retried at the next flush)"
+            )
+            raise self.error(problem, cause=None)
 
     async def sync(self) -> None:
         """Commit everything pending: the session is durable (committed) when this returns.
@@ -170,7 +226,7 @@ class Journal:
         :raises PersistenceError: the session could not be persisted (in use, conflict, fenced).
         """
         async with self.io:
-            await self._commit()
+            await self._commit(durable=True)
             self._raise_state()
 
     async def close(self) -> None:
@@ -179,7 +235,7 @@ class Journal:
             if self.closed:
                 return
             self.closed = True
-            await self._commit()
+            await self._commit(durable=True)
             if self.pending and self.broken is None:
                 logger.error(
                     "session %r: closing with %d events not stored on %s (%s)",

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import subprocess
+import sys
+from pathlib import Path
 
 import anyio
 import dsh_persistence_postgres
@@ -24,10 +28,66 @@ pytestmark = pytest.mark.anyio
 
 
 def test_front_is_exact() -> None:
-    """The package exports exactly its public names (ruff keeps `__all__` sorted)."""
+    """The package exports exactly its public names (ruff keeps `__all__` sorted), the lazy store included."""
     public = {name for name in vars(dsh_persistence_postgres) if name.isidentifier() and not name.startswith("_")}
-    public -= {"testing", "pytest_plugin"}  # public submodules, imported by the test run
+    public -= {"testing", "pytest_plugin", "TYPE_CHECKING", "Any"}  # submodules the test run imports; typing
+    public.add("PostgresSessionStore")  # resolved on first access (it imports the driver)
     assert set(dsh_persistence_postgres.__all__) == public
+    assert dsh_persistence_postgres.PostgresSessionStore is PostgresSessionStore
+    with pytest.raises(AttributeError, match="has no attribute 'nothing'"):
+        dsh_persistence_postgres.nothing  # noqa: B018 - the attribute access is the test
+
+
+#: run in a fresh interpreter: what importing the entry points, and starting an unconfigured harness, imports
+IMPORTS = """
+import importlib_metadata, json, sys, anyio
+from dsh_core import Harness
+(entry,) = [ep for ep in importlib_metadata.entry_points(group="dsh") if ep.name == "persistence-postgres"]
+entry.load()
+(fixtures,) = [ep for ep in importlib_metadata.entry_points(group="pytest11") if ep.name == "dsh-persistence-postgres"]
+fixtures.load()
+loaded = sorted(name for name in sys.modules if name.split(".")[0] in ("psycopg", "psycopg_pool", "psycopg_binary"))
+async def main() -> None:
+    config = {"plugins": {"persistence-jsonl": {"root": sys.argv[1]}}}
+    harness = Harness(config=config)  # autoload: every installed plugin's entry point
+    async with harness:
+        assert "persistence-postgres" not in harness.plugin_names
+anyio.run(main)
+started = sorted(name for name in sys.modules if name.split(".")[0] in ("psycopg", "psycopg_pool", "psycopg_binary"))
+print(json.dumps([loaded, started]))
+"""
+
+
+def test_importing_the_entry_points_does_not_import_the_driver(tmp_path: Path) -> None:
+    """Loading the plugin's entry points, or starting a harness where it is installed but not configured,
+    leaves psycopg unimported (the `dsh` command's start-up does not pay for it)."""
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORTS, str(tmp_path)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    loaded, started = json.loads(done.stdout.splitlines()[-1])
+    assert loaded == []
+    assert started == []
+
+
+async def test_starting_the_plugin_imports_the_driver(db: Database) -> None:
+    """The import waits for start(), which works from a fresh interpreter (nothing relies on an earlier import)."""
+    script = (
+        "import sys, anyio\n"
+        "from dsh_core import Harness\n"
+        "from dsh_persistence_postgres import PersistencePlugin\n"
+        "async def main() -> None:\n"
+        "    config = {'plugins': {'persistence-postgres': {'dsn': sys.argv[1], 'schema': sys.argv[2]}}}\n"
+        "    assert 'psycopg' not in sys.modules\n"
+        "    async with Harness(config=config, plugins=[PersistencePlugin()], autoload=False) as ctx:\n"
+        "        await ctx.sessions.create('fresh')\n"
+        "    print('psycopg' in sys.modules)\n"
+        "anyio.run(main)\n"
+    )
+    done = await anyio.run_process([sys.executable, "-c", script, db.dsn, db.schema], check=False)
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode().split() == ["True"]
+    assert db.query("SELECT id FROM {s}.dsh_sessions") == [("fresh",)]
 
 
 def test_entry_point_names_the_plugin() -> None:

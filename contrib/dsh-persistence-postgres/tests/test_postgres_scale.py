@@ -111,3 +111,46 @@ async def test_context_injected_while_idle_is_committed_at_once(
             assert await anyio.to_thread.run_sync(committed.wait, 10)
             rows = db.query("SELECT type FROM {s}.dsh_events WHERE session_id = 'idle' ORDER BY seq")
             assert rows[-1] == ("context/message",)
+
+
+async def test_window_commits_skip_the_disk_wait_and_flush_waits_for_them(
+    harness: HarnessFactory, db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch window's commit does not wait for the WAL fsync; a flush does (with a sync point when the
+    window left nothing pending), and so does the commit of an urgent record, whoever makes it (§9.1)."""
+    calls: list[str] = []
+    committed = threading.Event()
+    real_append, real_sync_point = StoreDatabase.append, StoreDatabase.sync_point
+
+    def append(self: StoreDatabase, *args: object, **kwargs: object) -> bool:
+        result = real_append(self, *args, **kwargs)  # type: ignore[arg-type]
+        calls.append("durable" if kwargs.get("durable", True) else "relaxed")
+        committed.set()
+        return result
+
+    def sync_point(self: StoreDatabase) -> None:
+        real_sync_point(self)
+        calls.append("sync point")
+
+    monkeypatch.setattr(StoreDatabase, "append", append)
+    monkeypatch.setattr(StoreDatabase, "sync_point", sync_point)
+    prompt = UserMessage(content=(Text("keep me"),))
+    async with harness(batch_delay=0.01) as ctx:
+        session = await ctx.sessions.create("relaxed")
+        await ctx.sessions.flush(session)
+        calls.clear()
+        session.append("note/window", {})
+        assert await anyio.to_thread.run_sync(committed.wait, 10)
+        assert calls == ["relaxed"]
+        await ctx.sessions.flush(session)
+        assert calls == ["relaxed", "sync point"]
+        await ctx.sessions.flush(session)  # durable already: nothing to do
+        session.append("note/flushed", {})
+        await ctx.sessions.flush(session)
+        assert calls == ["relaxed", "sync point", "durable"]
+        committed.clear()
+        session.append("inbox/queued", {"id": "q1", "kind": "send", "message": prompt.to_json()})
+        assert await anyio.to_thread.run_sync(committed.wait, 10)
+        assert calls[-1] == "durable"
+    rows = db.query("SELECT type FROM {s}.dsh_events WHERE session_id = 'relaxed' ORDER BY seq")
+    assert rows == [("note/window",), ("note/flushed",), ("inbox/queued",)]
