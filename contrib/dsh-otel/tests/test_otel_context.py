@@ -9,7 +9,7 @@ import anyio
 import pytest
 from dsh_subagents import SubagentsPlugin
 from dsh_workspace import COMMAND_ENV, WorkspacePlugin
-from opentelemetry.trace import format_span_id, format_trace_id
+from opentelemetry.trace import SpanKind, StatusCode, format_span_id, format_trace_id
 
 from dsh_core import ToolResultMessage
 from dsh_core.testing import ScriptedModel
@@ -76,8 +76,20 @@ async def test_a_subagents_turn_nests_under_the_parents_task_tool_span(telemetry
     ]
     child_id = dict(child_turn.attributes or {})["gen_ai.agent.id"]
     assert child_id != "parent"
+    assert child_turn.name == f"invoke_agent {child_id}"
+    assert {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.conversation.id": child_id,
+        "dsh.turn": 1,
+        "dsh.turn.end_reason": "completed",
+    }.items() <= dict(child_turn.attributes or {}).items()
+    assert (parent_turn.kind, task_span.kind, child_turn.kind) == (SpanKind.INTERNAL,) * 3
     assert parent_of(task_span) == span_id(parent_turn)
     assert parent_of(child_turn) == span_id(task_span)
+    assert task_span.status.status_code is StatusCode.UNSET
+    # the child's turn runs inside the task call
+    assert (task_span.start_time or 0) <= (child_turn.start_time or 0)
+    assert (child_turn.end_time or 0) <= (task_span.end_time or 0)
     assert {trace_id(span) for span in telemetry.finished()} == {trace_id(parent_turn)}
     chats = telemetry.named("chat deepseek-v4-flash")
     assert len(chats) == 3
@@ -85,6 +97,8 @@ async def test_a_subagents_turn_nests_under_the_parents_task_tool_span(telemetry
         chat for chat in chats if dict(chat.attributes or {})["gen_ai.conversation.id"] == child_id
     ]
     assert [parent_of(chat) for chat in child_chats] == [span_id(child_turn)]
+    assert all(chat.kind is SpanKind.CLIENT for chat in chats)
+    assert telemetry.still_open() == []
 
 
 async def test_bash_sees_the_tool_spans_traceparent(telemetry: Telemetry, tmp_path: Path) -> None:
