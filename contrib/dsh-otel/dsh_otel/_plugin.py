@@ -14,6 +14,7 @@ from opentelemetry import metrics, trace
 
 from dsh_core import ToolExecution, ToolResult, hookimpl
 
+from ._carrier import TraceContextEnv
 from ._config import OtelConfig
 from ._providers import Providers, providers_for
 from ._spans import INSTRUMENTATION_NAME, SpanTracker
@@ -166,27 +167,9 @@ class OtelPlugin:
         env_token = None
         try:
             if env_var is not None:
-                carried = trace_context_env(span_context)
-                current = env_var.get()
-                env_token = env_var.set({**current, **carried} if current else carried)
+                env_token = env_var.set(TraceContextEnv(env_var.get(), span_context))
             return await call_next()
         finally:
             if env_token is not None and env_var is not None:
                 env_var.reset(env_token)
             otel_context.detach(token)
-
-
-def trace_context_env(span_context: trace.SpanContext) -> dict[str, str]:
-    """TRACEPARENT (and TRACESTATE) naming ``span_context`` for a child process, per W3C Trace Context.
-
-    The OpenTelemetry convention for environment variables as carriers: a traced program the
-    command runs continues the trace under the tool call's span. Empty for a span that is not
-    recorded (no SDK set up): there is no trace to join.
-    """
-    if not span_context.is_valid:
-        return {}
-    flags = int(span_context.trace_flags)
-    env = {"TRACEPARENT": f"00-{span_context.trace_id:032x}-{span_context.span_id:016x}-{flags:02x}"}
-    if span_context.trace_state:
-        env["TRACESTATE"] = span_context.trace_state.to_header()
-    return env

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
@@ -11,7 +12,8 @@ from dsh_subagents import SubagentsPlugin
 from dsh_workspace import COMMAND_ENV, WorkspacePlugin
 from opentelemetry.trace import SpanKind, StatusCode, format_span_id, format_trace_id
 
-from dsh_core import ToolResultMessage
+from dsh_core import ToolExecution, ToolResult, ToolResultMessage, hookimpl
+from dsh_core.session_log import ToolResultEvent
 from dsh_core.testing import ScriptedModel
 
 from .otel_kit import MODEL, Telemetry, parent_of, running, span_id, trace_id
@@ -148,3 +150,40 @@ async def test_no_traceparent_when_the_span_is_not_recorded(tmp_path: Path) -> N
             await handle.agent.run("show me")
             (result,) = [e for e in handle.agent.session.events if e.type == "tool/result"]
     assert "tp=[]" in ToolResultMessage.from_json(result.data["message"]).text
+
+
+class SetsItsOwnVariable:
+    """Another plugin that hands bash a variable of its own, through the same COMMAND_ENV."""
+
+    @hookimpl
+    async def dsh_tools_execute(
+        self, execution: ToolExecution, call_next: Callable[[], Awaitable[ToolResult]]
+    ) -> ToolResult:
+        token = COMMAND_ENV.set({**(COMMAND_ENV.get() or {}), "REQUEST_ID": "r-42"})
+        try:
+            return await call_next()
+        finally:
+            COMMAND_ENV.reset(token)
+
+
+async def test_traceparent_and_another_plugins_variable_both_reach_bash(telemetry: Telemetry, tmp_path: Path) -> None:
+    """A plugin that adds to COMMAND_ENV inside the otel listener keeps TRACEPARENT; bash sees both."""
+    model = ScriptedModel(
+        [
+            ScriptedModel.tool_call("bash", {"command": 'printf "tp=%s id=%s" "$TRACEPARENT" "$REQUEST_ID"'}),
+            ScriptedModel.text("ok"),
+        ]
+    )
+    async with running(telemetry, model, plugins=[WorkspacePlugin(), SetsItsOwnVariable()]) as (ctx, _):
+        handle = await ctx.agents.create("agent-1", meta={"cwd": str(tmp_path)}, agent_options=MODEL)
+        async with handle:
+            await handle.agent.run("show me")
+            (result,) = [
+                event.payload.message
+                for event in handle.agent.session.events
+                if isinstance(event.payload, ToolResultEvent)
+            ]
+    bash_span = telemetry.one("execute_tool bash")
+    found = re.search(r"tp=00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2} id=(\S*)", result.text)
+    assert found is not None, result.text
+    assert found.groups() == (format_trace_id(trace_id(bash_span)), format_span_id(span_id(bash_span)), "r-42")
