@@ -2,10 +2,11 @@
 
 Run: ``.venv/bin/python benchmarks/otel.py [--rounds N] [--backend asyncio|trio]``. Prints the
 cost per tool step of each set-up and its ratio to the run without the plugin, measured in the
-same process in interleaved rounds (each round runs every set-up once, in a rotated order; the
-ratio is taken within a round, then the median and range over rounds are printed); asserts
-nothing. A tool step is one model request (a chat span, three metric points) and one tool call
-(an execute_tool span), against a zero-latency ScriptedModel and a trivial tool, so the figure is
+same process; asserts nothing. Every set-up's harness is open for the whole run and they take
+turns in short slices (five turns of each kind, rotated), so the load of a shared machine hits
+them alike; a round is eight slices of each, the ratio is taken within a round, and the median and
+range over rounds are printed. A tool step is one model request (a chat span, three metric
+points) and one tool call (an execute_tool span), against a zero-latency ScriptedModel and a trivial tool, so the figure is
 the harness's own cost. Budget (issue 20): the SDK with a no-op exporter under 1.3x per tool step.
 
 Times are the process's CPU time (``time.process_time``: every thread, so the batch processor's
@@ -19,6 +20,8 @@ plugin with no SDK configured (the ``global`` default in an application that set
 The floor: ``bare SDK calls from hooks`` is not the plugin but the least any plugin could do for
 the same spans and points: a listener that makes exactly the SDK calls of a tool step, with
 constant attributes, and nothing else (no around hook, so no context for sub-agents or bash).
+``sdk, sampler drops every trace`` is the SDK with an ``ALWAYS_OFF`` sampler (no span records;
+the metrics still do). Per streamed text chunk is printed too, for information (no budget).
 ``SDK calls alone`` times those same calls in a hot loop, with no harness at all: the SDK's own
 cost per tool step. ``1 + alone/step`` is the lowest ratio any instrumentation emitting this span
 set through the SDK can reach.
@@ -31,6 +34,7 @@ import gc
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AsyncExitStack
 from typing import Any
 
 import anyio
@@ -47,6 +51,7 @@ from opentelemetry.sdk.trace.export import (
     SpanExportResult,
 )
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from opentelemetry.trace import NoOpTracerProvider, SpanKind, set_span_in_context
 
 from dsh_core import AgentOptions, Harness, SessionEvent, hookimpl, tool
@@ -55,9 +60,11 @@ from dsh_core.testing import Reply, ScriptedModel
 
 OPTIONS = AgentOptions(model="scripted/bench")
 STEPS = 10
-TURNS = 100
-PER_AGENT = 25
+#: turns per slice (one agent each), and slices per round: a round is SLICES * PER_SLICE turns per kind
+PER_SLICE = 5
+SLICES = 8
 HOT_LOOP = 2000
+CHUNKS = 100
 
 _POINTS = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "scripted", "gen_ai.request.model": "bench"}
 _INPUT_POINTS = {**_POINTS, "gen_ai.token.type": "input"}
@@ -176,6 +183,18 @@ def sdk_in_memory() -> tuple[list[object], Callable[[], None]]:
     return [OtelPlugin(tracer_provider=tracer_provider, meter_provider=meter_provider)], close
 
 
+def sdk_dropped() -> tuple[list[object], Callable[[], None]]:
+    tracer_provider = TracerProvider(sampler=ALWAYS_OFF)
+    tracer_provider.add_span_processor(BatchSpanProcessor(NoOpExporter()))
+    meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
+
+    def close() -> None:
+        tracer_provider.shutdown()
+        meter_provider.shutdown()
+
+    return [OtelPlugin(tracer_provider=tracer_provider, meter_provider=meter_provider)], close
+
+
 def api_noop() -> tuple[list[object], Callable[[], None]]:
     return [OtelPlugin(tracer_provider=NoOpTracerProvider(), meter_provider=NoOpMeterProvider())], lambda: None
 
@@ -199,28 +218,33 @@ SETUPS: dict[str, Setup] = {
     BASE: without,
     "sdk, batch, no-op exporter": sdk_batch,
     "sdk, in-memory exporter": sdk_in_memory,
+    "sdk, sampler drops every trace": sdk_dropped,
     "api no-op (no sdk)": api_noop,
     "floor: bare SDK calls from hooks": bare_sdk,
 }
 
 
-async def per_turn(replies: list[Reply], plugins: list[object]) -> float:
-    """CPU seconds per turn playing ``replies`` (GC paused while timing), over TURNS turns."""
-    model = ScriptedModel()
-    elapsed = 0.0
-    async with Harness(autoload=False, plugins=plugins) as ctx:
-        ctx.llm.register_adapter("scripted", model)
-        ctx.tools.register(ping)
-        for batch in range(TURNS // PER_AGENT):
-            async with await ctx.agents.create(f"bench-{batch}", agent_options=OPTIONS) as handle:
-                model.add(*(replies * PER_AGENT))
-                gc.disable()
-                start = time.process_time()
-                for _ in range(PER_AGENT):
-                    await handle.agent.run("go")
-                elapsed += time.process_time() - start
-                gc.enable()
-    return elapsed / TURNS
+class Runner:
+    """One set-up's harness, open for the whole run, that plays slices of turns on demand."""
+
+    def __init__(self, ctx: Any, model: ScriptedModel) -> None:
+        self.ctx = ctx
+        self.model = model
+        self.agents = 0
+
+    async def seconds(self, replies: list[Reply], turns: int) -> float:
+        """CPU seconds of ``turns`` turns playing ``replies`` on a fresh agent (GC paused while timing)."""
+        self.agents += 1
+        async with await self.ctx.agents.create(f"bench-{self.agents}", agent_options=OPTIONS) as handle:
+            self.model.add(*(replies * turns))
+            gc.collect()
+            gc.disable()
+            start = time.process_time()
+            for _ in range(turns):
+                await handle.agent.run("go")
+            elapsed = time.process_time() - start
+            gc.enable()
+        return elapsed
 
 
 def sdk_calls_alone() -> float:
@@ -261,19 +285,37 @@ async def main(rounds: int) -> None:
     usage = Usage(100, 10)
     text_turn = [ScriptedModel.text("done", usage=usage)]
     tool_turn = [ScriptedModel.tool_call("ping", usage=usage)] * (STEPS - 1) + text_turn
+    long_turn = [ScriptedModel.text("a" * CHUNKS, chunks=CHUNKS, usage=usage)]
     names = list(SETUPS)
     costs: dict[str, list[float]] = {name: [] for name in [*names, "SDK calls alone"]}
-    for index in range(rounds):  # interleaved, and rotated, so load on the machine hits every set-up alike
-        order = names[index % len(names) :] + names[: index % len(names)]
-        for name in order:
-            plugins, close = SETUPS[name]()
-            try:
-                text = await per_turn(text_turn, plugins)
-                tools = await per_turn(tool_turn, plugins)
-            finally:
-                close()
-            costs[name].append((tools - text) / (STEPS - 1))
-        costs["SDK calls alone"].append(sdk_calls_alone())
+    chunks: dict[str, list[float]] = {name: [] for name in names}
+    async with AsyncExitStack() as stack:
+        runners: dict[str, Runner] = {}
+        for name, setup in SETUPS.items():  # every set-up open at once, so their slices can alternate
+            plugins, close = setup()
+            stack.callback(close)
+            ctx = await stack.enter_async_context(Harness(autoload=False, plugins=plugins))
+            model = ScriptedModel()
+            ctx.llm.register_adapter("scripted", model)
+            ctx.tools.register(ping)
+            runners[name] = Runner(ctx, model)
+        for _ in range(2):  # warm-up: the first turns of a harness pay for caches and first imports
+            for runner in runners.values():
+                await runner.seconds(tool_turn, PER_SLICE)
+        for index in range(rounds):
+            sums = {name: [0.0, 0.0, 0.0] for name in names}  # text, tool, long turns
+            for slice_ in range(SLICES):  # short slices, alternated and rotated: load hits every set-up alike
+                shift = (index * SLICES + slice_) % len(names)
+                for name in names[shift:] + names[:shift]:
+                    runner, total = runners[name], sums[name]
+                    total[0] += await runner.seconds(text_turn, PER_SLICE)
+                    total[1] += await runner.seconds(tool_turn, PER_SLICE)
+                    total[2] += await runner.seconds(long_turn, PER_SLICE)
+            turns = SLICES * PER_SLICE
+            for name, (text, tools, long) in sums.items():
+                costs[name].append((tools - text) / turns / (STEPS - 1))
+                chunks[name].append((long - text) / turns / (CHUNKS - 1))
+            costs["SDK calls alone"].append(sdk_calls_alone())
     base = costs[BASE]
     print(f"{'set-up':34} {'per tool step':>14} {'ratio (median, range)':>24}   budget: sdk < 1.3x")
     for name, values in costs.items():
@@ -282,6 +324,10 @@ async def main(rounds: int) -> None:
         spread = f"{min(ratios):.2f}-{max(ratios):.2f}"
         label = f"{'+' if name == 'SDK calls alone' else ''}{median:.2f}x ({spread})"
         print(f"{name:34} {statistics.median(values) * 1e6:11.1f} us {label:>24}")
+    print(f"per streamed text chunk (a {CHUNKS}-chunk answer against a 1-chunk one; not budgeted):")
+    for name, values in chunks.items():
+        ratios = [value / chunks[BASE][round_] for round_, value in enumerate(values)]
+        print(f"  {name:32} {statistics.median(values) * 1e6:9.2f} us {statistics.median(ratios):6.2f}x")
     floors = [1 + alone / step for alone, step in zip(costs["SDK calls alone"], base, strict=True)]
     print(
         f"floor for this span set through the SDK: 1 + alone/step = {statistics.median(floors):.2f}x "
@@ -291,7 +337,7 @@ async def main(rounds: int) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds (default 7)")
+    parser.add_argument("--rounds", type=int, default=15, help="rounds (default 15)")
     parser.add_argument("--backend", choices=("asyncio", "trio"), action="append", help="default: both")
     args = parser.parse_args()
     for backend in args.backend or ("asyncio", "trio"):
