@@ -245,7 +245,14 @@ class SpanTracker:
         return state.turn.tools.get(call_id)
 
     def on_error(self, session_id: str, turn: int, error: BaseException) -> None:
-        """A plugin or the model failed the turn: the exception goes on the turn's span."""
+        """A plugin failed the turn: the exception goes on the turn's span.
+
+        An exception that carries a ``Failure`` is the loop's report of a failed model request:
+        the request's span already says it (status and ``error.type``) and ``turn/end`` carries
+        the failure, so it is not recorded a second time with the loop's own traceback.
+        """
+        if isinstance(getattr(error, "failure", None), Failure):
+            return
         state = self._sessions.get(session_id)
         if state is not None and state.turn is not None and state.turn.number == turn:
             state.turn.span.record_exception(error)

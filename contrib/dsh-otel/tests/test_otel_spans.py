@@ -141,6 +141,7 @@ async def test_model_failure_sets_error_status_on_the_chat_and_the_turn(telemetr
     assert turn.status.status_code is StatusCode.ERROR
     assert dict(turn.attributes or {})["dsh.turn.end_reason"] == "error"
     assert dict(turn.attributes or {})["error.type"] == "RATE_LIMIT"
+    assert turn.events == ()  # the failure is the request's, on its span: no exception event of the loop's
     (duration,) = telemetry.points("gen_ai.client.operation.duration")
     assert duration.attributes["error.type"] == "RATE_LIMIT"
 
