@@ -237,7 +237,6 @@ class Runner:
         self.agents += 1
         async with await self.ctx.agents.create(f"bench-{self.agents}", agent_options=OPTIONS) as handle:
             self.model.add(*(replies * turns))
-            gc.collect()
             gc.disable()
             start = time.process_time()
             for _ in range(turns):
@@ -303,6 +302,7 @@ async def main(rounds: int) -> None:
             for runner in runners.values():
                 await runner.seconds(tool_turn, PER_SLICE)
         for index in range(rounds):
+            gc.collect()  # between rounds, never while timing
             sums = {name: [0.0, 0.0, 0.0] for name in names}  # text, tool, long turns
             for slice_ in range(SLICES):  # short slices, alternated and rotated: load hits every set-up alike
                 shift = (index * SLICES + slice_) % len(names)
