@@ -143,6 +143,9 @@ class _Turn:
     number: int
     #: whether the turn's span records (sampled in): content is only rendered for one that does
     recording: bool
+    #: whether it has a valid context at all. Not: the API's no-op tracer (no SDK set up, nothing
+    #: current), whose children could be nothing else, so only the metrics are made for the turn
+    traced: bool
     #: when the current step started (a chat span starts there), and whether it has had one yet
     step_ns: int = 0
     step_has_chat: bool = False
@@ -307,7 +310,8 @@ class SpanTracker:
                 "dsh.turn": number,
             },
         )
-        state.turn = _Turn(span, trace.set_span_in_context(span), number, span.is_recording())
+        traced = span.get_span_context().is_valid
+        state.turn = _Turn(span, trace.set_span_in_context(span), number, span.is_recording(), traced)
 
     def _turn_end(self, state: _Session, payload: TurnEndEvent) -> None:
         turn = state.turn
@@ -402,7 +406,7 @@ class SpanTracker:
         if self._capture and turn.recording:
             chat.content = self._request_content(state)
         turn.step_has_chat = True
-        if not turn.model_noted:
+        if not turn.model_noted and turn.traced:
             turn.model_noted = True
             turn.span.set_attributes(
                 {
@@ -461,6 +465,22 @@ class SpanTracker:
             return
         turn.chat = None
         request = chat.request
+        end_ns = self._chat_span(turn, chat, error_type) if turn.traced else time.time_ns()
+        usage = chat.usage
+        if usage is not None:
+            self._tokens.record(usage.input_tokens, request.input_points)
+            self._tokens.record(usage.output_tokens, request.output_points)
+        points = request.points
+        if error_type is not None:
+            failed = request.failed_points.get(error_type)
+            if failed is None:
+                failed = request.failed_points[error_type] = {**points, "error.type": error_type}
+            points = failed
+        self._duration.record((end_ns - chat.start_ns) / 1e9, points)
+
+    def _chat_span(self, turn: _Turn, chat: _Chat, error_type: str | None) -> int:
+        """Start and end the request's span in one go, with every attribute; returns its end time."""
+        request = chat.request
         attributes = request.attributes.copy()
         if chat.finish is not None:
             attributes["gen_ai.response.finish_reasons"] = _FINISH_TUPLES.get(chat.finish) or (chat.finish,)
@@ -488,22 +508,13 @@ class SpanTracker:
             span.set_status(Status(StatusCode.ERROR, description))
         end_ns = time.time_ns()
         span.end(end_time=end_ns)
-        if usage is not None:
-            self._tokens.record(usage.input_tokens, request.input_points)
-            self._tokens.record(usage.output_tokens, request.output_points)
-        points = request.points
-        if error_type is not None:
-            failed = request.failed_points.get(error_type)
-            if failed is None:
-                failed = request.failed_points[error_type] = {**points, "error.type": error_type}
-            points = failed
-        self._duration.record((end_ns - chat.start_ns) / 1e9, points)
+        return end_ns
 
     # ------------------------------------------------------------------ tool calls
 
     def _tool_call(self, state: _Session, payload: ToolCallEvent) -> None:
         turn = state.turn
-        if turn is None:
+        if turn is None or not turn.traced:
             return
         name = payload.name
         call_id = payload.call_id

@@ -1,4 +1,4 @@
-"""Traces the sampler drops: nothing exported, metrics still recorded, and the decision carried to sub-agents and bash."""
+"""Traces not recorded: the sampler drops them (the decision carried to sub-agents and bash) or no tracer is set up; metrics still count."""
 
 from __future__ import annotations
 
@@ -8,14 +8,15 @@ from pathlib import Path
 
 import anyio
 import pytest
+from dsh_otel import OtelPlugin
 from dsh_subagents import SubagentsPlugin
 from dsh_workspace import WorkspacePlugin
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace.sampling import Decision, ParentBased, Sampler, SamplingResult
-from opentelemetry.trace import Link, SpanKind, TraceState, format_trace_id
+from opentelemetry.trace import Link, NoOpTracerProvider, SpanKind, TraceState, format_trace_id
 from opentelemetry.util.types import Attributes
 
-from dsh_core import tool
+from dsh_core import Harness, tool
 from dsh_core.llm import Usage
 from dsh_core.session_log import ToolResultEvent
 from dsh_core.testing import ScriptedModel
@@ -128,3 +129,23 @@ async def test_bash_gets_the_dropped_traces_context_unsampled(dropped: Telemetry
     assert span_hex != f"{app_span.get_span_context().span_id:016x}"  # the tool call's own (unrecorded) span
     assert int(flags, 16) & 0x01 == 0  # not sampled
     assert dropped.finished() == []
+
+
+async def test_with_no_tracer_set_up_the_metrics_are_still_recorded(telemetry: Telemetry) -> None:
+    """The API's no-op tracer (no SDK for traces) with an SDK meter: no span is made, every point still is."""
+    model = ScriptedModel(
+        [ScriptedModel.tool_call("add", {"a": 1, "b": 2}, usage=Usage(40, 4)), ScriptedModel.text("3", usage=Usage(50, 1))]
+    )
+    plugin = OtelPlugin(tracer_provider=NoOpTracerProvider(), meter_provider=telemetry.meter_provider)
+    async with Harness(plugins=[plugin], autoload=False) as ctx:
+        ctx.llm.register_adapter("deepseek", model)
+        ctx.tools.register(add)
+        async with await ctx.agents.create("agent-1", agent_options=MODEL) as handle:
+            outcome = await handle.agent.run("1 + 2?")
+    assert outcome.text == "3"
+    assert telemetry.finished() == []
+    tokens = {point.attributes["gen_ai.token.type"]: point.sum for point in telemetry.points("gen_ai.client.token.usage")}
+    assert tokens == {"input": 90, "output": 5}
+    (duration,) = telemetry.points("gen_ai.client.operation.duration")
+    assert duration.count == 2
+    assert duration.attributes["gen_ai.request.model"] == "deepseek-v4-flash"
