@@ -1,29 +1,46 @@
 """Benchmark: what the ``otel`` plugin adds per tool step, against the same run without it.
 
-Run: ``.venv/bin/python benchmarks/otel.py``. Prints us per tool step and the ratio to the run
-without the plugin, measured in the same process; asserts nothing. A tool step here is one model
-request (a chat span, two metric points) and one tool call (an execute_tool span), against a
-zero-latency ScriptedModel and a trivial tool, so the figure is the harness's own cost. Budget: the
-SDK with a no-op exporter costs under 1.3x per tool step.
+Run: ``.venv/bin/python benchmarks/otel.py [--rounds N] [--backend asyncio|trio]``. Prints the
+cost per tool step of each set-up and its ratio to the run without the plugin, measured in the
+same process; asserts nothing. Every set-up's harness is open for the whole run and they take
+turns in short slices (five turns of each kind, rotated), so the load of a shared machine hits
+them alike; a round is eight slices of each, the ratio is taken within a round, and the median and
+range over rounds are printed. A tool step is one model request (a chat span, three metric
+points) and one tool call (an execute_tool span), against a zero-latency ScriptedModel and a trivial tool, so the figure is
+the harness's own cost. Budget (issue 20): the SDK with a no-op exporter under 1.3x per tool step.
 
 Times are the process's CPU time (``time.process_time``: every thread, so the batch processor's
 worker counts), which the other work on a shared machine does not inflate as it does wall time.
 
-Configurations: ``sdk, batch`` is the production set-up (BatchSpanProcessor, whose exporter
-does nothing here, and a MeterProvider whose reader is never collected); ``sdk, in-memory`` exports
+Set-ups: ``sdk, batch`` is the production set-up (BatchSpanProcessor, whose exporter does
+nothing here, and a MeterProvider whose reader is never collected); ``sdk, in-memory`` exports
 every span synchronously to an InMemorySpanExporter (the tests' set-up); ``api no-op`` is the
 plugin with no SDK configured (the ``global`` default in an application that set up nothing).
+
+The floor: ``bare SDK calls from hooks`` is not the plugin but the least any plugin could do for
+the same spans and points: a listener that makes exactly the SDK calls of a tool step, with
+constant attributes, and nothing else (no around hook, so no context for sub-agents or bash).
+``sdk, sampler drops every trace`` is the SDK with an ``ALWAYS_OFF`` sampler (no span records;
+the metrics still do). Per streamed text chunk is printed too, for information (no budget).
+``SDK calls alone`` times those same calls in a hot loop, with no harness at all: the SDK's own
+cost per tool step. ``1 + alone/step`` is the lowest ratio any instrumentation emitting this span
+set through the SDK can reach.
 """
 
 from __future__ import annotations
 
+import argparse
 import gc
+import statistics
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AsyncExitStack
+from typing import Any
 
 import anyio
 from dsh_otel import OtelPlugin
-from opentelemetry.metrics import NoOpMeterProvider
+from opentelemetry import trace
+from opentelemetry.metrics import Histogram, NoOpMeterProvider
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -34,17 +51,45 @@ from opentelemetry.sdk.trace.export import (
     SpanExportResult,
 )
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import NoOpTracerProvider, set_span_in_context
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+from opentelemetry.trace import NoOpTracerProvider, SpanKind, set_span_in_context
 
-from dsh_core import AgentOptions, Harness, tool
+from dsh_core import AgentOptions, Harness, SessionEvent, hookimpl, tool
 from dsh_core.llm import Usage
 from dsh_core.testing import Reply, ScriptedModel
 
 OPTIONS = AgentOptions(model="scripted/bench")
 STEPS = 10
-TURNS = 100
-PER_AGENT = 25
-REPEATS = 7
+#: turns per slice (one agent each), and slices per round: a round is SLICES * PER_SLICE turns per kind
+PER_SLICE = 5
+SLICES = 8
+HOT_LOOP = 2000
+CHUNKS = 100
+
+_POINTS = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "scripted", "gen_ai.request.model": "bench"}
+_INPUT_POINTS = {**_POINTS, "gen_ai.token.type": "input"}
+_OUTPUT_POINTS = {**_POINTS, "gen_ai.token.type": "output"}
+
+
+def _chat_attributes(conversation: str) -> dict[str, Any]:
+    """What the plugin puts on a tool step's chat span (7 attributes)."""
+    return {
+        **_POINTS,
+        "gen_ai.conversation.id": conversation,
+        "gen_ai.response.finish_reasons": ("tool_call",),
+        "gen_ai.usage.input_tokens": 100,
+        "gen_ai.usage.output_tokens": 10,
+    }
+
+
+def _tool_attributes(call_id: str) -> dict[str, Any]:
+    """What the plugin puts on an execute_tool span (4 attributes)."""
+    return {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "ping",
+        "gen_ai.tool.call.id": call_id,
+        "gen_ai.tool.type": "function",
+    }
 
 
 @tool
@@ -60,10 +105,62 @@ class NoOpExporter(SpanExporter):
         return SpanExportResult.SUCCESS
 
 
-def sdk_batch() -> tuple[list[object], Callable[[], None]]:
+def _batch_providers() -> tuple[TracerProvider, MeterProvider]:
     tracer_provider = TracerProvider()
     tracer_provider.add_span_processor(BatchSpanProcessor(NoOpExporter()))
-    meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
+    return tracer_provider, MeterProvider(metric_readers=[InMemoryMetricReader()])
+
+
+class BareSdk:
+    """Not the plugin: exactly the SDK calls of its spans and points, from the same hooks, and nothing else."""
+
+    def __init__(self, tracer_provider: TracerProvider, meter_provider: MeterProvider) -> None:
+        self.tracer = tracer_provider.get_tracer("bench")
+        meter = meter_provider.get_meter("bench")
+        self.tokens: Histogram = meter.create_histogram("gen_ai.client.token.usage")
+        self.duration: Histogram = meter.create_histogram("gen_ai.client.operation.duration")
+        self.turn: trace.Span | None = None
+        self.parent: Any = None
+        self.step_ns = 0
+        self.tool: trace.Span | None = None
+
+    @hookimpl
+    def dsh_session_event(self, session: Any, event: SessionEvent) -> None:
+        kind = event.type
+        if kind == "step/start":
+            self.step_ns = time.time_ns()
+        elif kind == "assistant/message":
+            span = self.tracer.start_span(
+                "chat bench",
+                context=self.parent,
+                kind=SpanKind.CLIENT,
+                attributes=_chat_attributes(session.id),
+                start_time=self.step_ns,
+            )
+            end_ns = time.time_ns()
+            span.end(end_time=end_ns)
+            self.tokens.record(100, _INPUT_POINTS)
+            self.tokens.record(10, _OUTPUT_POINTS)
+            self.duration.record((end_ns - self.step_ns) / 1e9, _POINTS)
+        elif kind == "tool/call":
+            self.tool = self.tracer.start_span(
+                "execute_tool ping", context=self.parent, attributes=_tool_attributes("call_1")
+            )
+        elif kind == "tool/result":
+            if self.tool is not None:
+                self.tool.end()
+        elif kind == "turn/start":
+            self.turn = self.tracer.start_span(f"invoke_agent {session.id}")
+            self.parent = set_span_in_context(self.turn)
+        elif kind == "turn/end" and self.turn is not None:
+            self.turn.end()
+
+
+Setup = Callable[[], tuple[list[object], Callable[[], None]]]
+
+
+def sdk_batch() -> tuple[list[object], Callable[[], None]]:
+    tracer_provider, meter_provider = _batch_providers()
 
     def close() -> None:
         tracer_provider.shutdown()
@@ -86,115 +183,163 @@ def sdk_in_memory() -> tuple[list[object], Callable[[], None]]:
     return [OtelPlugin(tracer_provider=tracer_provider, meter_provider=meter_provider)], close
 
 
+def sdk_dropped() -> tuple[list[object], Callable[[], None]]:
+    tracer_provider = TracerProvider(sampler=ALWAYS_OFF)
+    tracer_provider.add_span_processor(BatchSpanProcessor(NoOpExporter()))
+    meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
+
+    def close() -> None:
+        tracer_provider.shutdown()
+        meter_provider.shutdown()
+
+    return [OtelPlugin(tracer_provider=tracer_provider, meter_provider=meter_provider)], close
+
+
 def api_noop() -> tuple[list[object], Callable[[], None]]:
-    return [
-        OtelPlugin(tracer_provider=NoOpTracerProvider(), meter_provider=NoOpMeterProvider())
-    ], lambda: None
+    return [OtelPlugin(tracer_provider=NoOpTracerProvider(), meter_provider=NoOpMeterProvider())], lambda: None
+
+
+def bare_sdk() -> tuple[list[object], Callable[[], None]]:
+    tracer_provider, meter_provider = _batch_providers()
+
+    def close() -> None:
+        tracer_provider.shutdown()
+        meter_provider.shutdown()
+
+    return [BareSdk(tracer_provider, meter_provider)], close
 
 
 def without() -> tuple[list[object], Callable[[], None]]:
     return [], lambda: None
 
 
-SETUPS: dict[str, Callable[[], tuple[list[object], Callable[[], None]]]] = {
-    "without the plugin": without,
+BASE = "without the plugin"
+SETUPS: dict[str, Setup] = {
+    BASE: without,
     "sdk, batch, no-op exporter": sdk_batch,
     "sdk, in-memory exporter": sdk_in_memory,
+    "sdk, sampler drops every trace": sdk_dropped,
     "api no-op (no sdk)": api_noop,
+    "floor: bare SDK calls from hooks": bare_sdk,
 }
 
 
-async def per_turn(replies: list[Reply], plugins: list[object]) -> float:
-    """Seconds per turn playing ``replies`` (GC paused while timing), over TURNS turns."""
-    model = ScriptedModel()
-    elapsed = 0.0
-    async with Harness(autoload=False, plugins=plugins) as ctx:
-        ctx.llm.register_adapter("scripted", model)
-        ctx.tools.register(ping)
-        for batch in range(TURNS // PER_AGENT):
-            async with await ctx.agents.create(f"bench-{batch}", agent_options=OPTIONS) as handle:
-                model.add(*(replies * PER_AGENT))
-                gc.disable()
-                start = time.process_time()
-                for _ in range(PER_AGENT):
-                    await handle.agent.run("go")
-                elapsed += time.process_time() - start
-                gc.enable()
-    return elapsed / TURNS
+class Runner:
+    """One set-up's harness, open for the whole run, that plays slices of turns on demand."""
+
+    def __init__(self, ctx: Any, model: ScriptedModel) -> None:
+        self.ctx = ctx
+        self.model = model
+        self.agents = 0
+
+    async def seconds(self, replies: list[Reply], turns: int) -> float:
+        """CPU seconds of ``turns`` turns playing ``replies`` on a fresh agent (GC paused while timing)."""
+        self.agents += 1
+        async with await self.ctx.agents.create(f"bench-{self.agents}", agent_options=OPTIONS) as handle:
+            self.model.add(*(replies * turns))
+            gc.disable()
+            start = time.process_time()
+            for _ in range(turns):
+                await handle.agent.run("go")
+            elapsed = time.process_time() - start
+            gc.enable()
+        return elapsed
 
 
 def sdk_calls_alone() -> float:
     """CPU seconds of the SDK calls one tool step makes (two spans, three points), in a hot loop."""
-    tracer_provider = TracerProvider()
-    tracer_provider.add_span_processor(BatchSpanProcessor(NoOpExporter()))
-    meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
+    tracer_provider, meter_provider = _batch_providers()
     tracer = tracer_provider.get_tracer("bench")
     meter = meter_provider.get_meter("bench")
     tokens = meter.create_histogram("gen_ai.client.token.usage")
     duration = meter.create_histogram("gen_ai.client.operation.duration")
     turn = tracer.start_span("invoke_agent bench")
     parent = set_span_in_context(turn)
-    base = {
-        "gen_ai.operation.name": "chat",
-        "gen_ai.provider.name": "scripted",
-        "gen_ai.request.model": "bench",
-    }
-    inputs, outputs = {**base, "gen_ai.token.type": "input"}, {**base, "gen_ai.token.type": "output"}
-    best = float("inf")
-    for _ in range(REPEATS):
-        start = time.process_time()
-        for _ in range(2000):
-            now = time.time_ns()
-            chat = {
-                **base,
-                "gen_ai.conversation.id": "bench-0",
-                "gen_ai.response.finish_reasons": ("tool_call",),
-                "gen_ai.usage.input_tokens": 100,
-                "gen_ai.usage.output_tokens": 10,
-            }
-            tracer.start_span("chat bench", context=parent, attributes=chat, start_time=now).end()
-            tokens.record(100, inputs)
-            tokens.record(10, outputs)
-            duration.record(0.001, base)
-            tool_attributes = {
-                "gen_ai.operation.name": "execute_tool",
-                "gen_ai.tool.name": "ping",
-                "gen_ai.tool.call.id": "call_1",
-                "gen_ai.tool.type": "function",
-            }
-            tracer.start_span("execute_tool ping", context=parent, attributes=tool_attributes).end()
-        best = min(best, (time.process_time() - start) / 2000)
+    gc.disable()
+    start = time.process_time()
+    for _ in range(HOT_LOOP):
+        start_ns = time.time_ns()
+        span = tracer.start_span(
+            "chat bench",
+            context=parent,
+            kind=SpanKind.CLIENT,
+            attributes=_chat_attributes("bench-0"),
+            start_time=start_ns,
+        )
+        end_ns = time.time_ns()
+        span.end(end_time=end_ns)
+        tokens.record(100, _INPUT_POINTS)
+        tokens.record(10, _OUTPUT_POINTS)
+        duration.record((end_ns - start_ns) / 1e9, _POINTS)
+        tracer.start_span("execute_tool ping", context=parent, attributes=_tool_attributes("call_1")).end()
+    elapsed = (time.process_time() - start) / HOT_LOOP
+    gc.enable()
     turn.end()
     tracer_provider.shutdown()
     meter_provider.shutdown()
-    return best
+    return elapsed
 
 
-async def main() -> None:
+async def main(rounds: int) -> None:
     usage = Usage(100, 10)
     text_turn = [ScriptedModel.text("done", usage=usage)]
     tool_turn = [ScriptedModel.tool_call("ping", usage=usage)] * (STEPS - 1) + text_turn
-    best: dict[str, float] = dict.fromkeys(SETUPS, float("inf"))
-    for _ in range(REPEATS):  # interleaved, so load on the machine hits every set-up alike
-        for name, setup in SETUPS.items():
+    long_turn = [ScriptedModel.text("a" * CHUNKS, chunks=CHUNKS, usage=usage)]
+    names = list(SETUPS)
+    costs: dict[str, list[float]] = {name: [] for name in [*names, "SDK calls alone"]}
+    chunks: dict[str, list[float]] = {name: [] for name in names}
+    async with AsyncExitStack() as stack:
+        runners: dict[str, Runner] = {}
+        for name, setup in SETUPS.items():  # every set-up open at once, so their slices can alternate
             plugins, close = setup()
-            try:
-                text = await per_turn(text_turn, plugins)
-                tools = await per_turn(tool_turn, plugins)
-            finally:
-                close()
-            best[name] = min(best[name], (tools - text) / (STEPS - 1))
-    base = best["without the plugin"]
-    print(f"{'set-up':28} {'per tool step':>14} {'ratio':>7}   (budget: sdk < 1.3x)")
-    for name, cost in best.items():
-        print(f"{name:28} {cost * 1e6:11.1f} us {cost / base:6.2f}x")
-    alone = sdk_calls_alone()
+            stack.callback(close)
+            ctx = await stack.enter_async_context(Harness(autoload=False, plugins=plugins))
+            model = ScriptedModel()
+            ctx.llm.register_adapter("scripted", model)
+            ctx.tools.register(ping)
+            runners[name] = Runner(ctx, model)
+        for _ in range(2):  # warm-up: the first turns of a harness pay for caches and first imports
+            for runner in runners.values():
+                await runner.seconds(tool_turn, PER_SLICE)
+        for index in range(rounds):
+            gc.collect()  # between rounds, never while timing
+            sums = {name: [0.0, 0.0, 0.0] for name in names}  # text, tool, long turns
+            for slice_ in range(SLICES):  # short slices, alternated and rotated: load hits every set-up alike
+                shift = (index * SLICES + slice_) % len(names)
+                for name in names[shift:] + names[:shift]:
+                    runner, total = runners[name], sums[name]
+                    total[0] += await runner.seconds(text_turn, PER_SLICE)
+                    total[1] += await runner.seconds(tool_turn, PER_SLICE)
+                    total[2] += await runner.seconds(long_turn, PER_SLICE)
+            turns = SLICES * PER_SLICE
+            for name, (text, tools, long) in sums.items():
+                costs[name].append((tools - text) / turns / (STEPS - 1))
+                chunks[name].append((long - text) / turns / (CHUNKS - 1))
+            costs["SDK calls alone"].append(sdk_calls_alone())
+    base = costs[BASE]
+    print(f"{'set-up':34} {'per tool step':>14} {'ratio (median, range)':>24}   budget: sdk < 1.3x")
+    for name, values in costs.items():
+        ratios = [value / base[round_] for round_, value in enumerate(values)]
+        median = statistics.median(ratios)
+        spread = f"{min(ratios):.2f}-{max(ratios):.2f}"
+        label = f"{'+' if name == 'SDK calls alone' else ''}{median:.2f}x ({spread})"
+        print(f"{name:34} {statistics.median(values) * 1e6:11.1f} us {label:>24}")
+    print(f"per streamed text chunk (a {CHUNKS}-chunk answer against a 1-chunk one; not budgeted):")
+    for name, values in chunks.items():
+        ratios = [value / chunks[BASE][round_] for round_, value in enumerate(values)]
+        print(f"  {name:32} {statistics.median(values) * 1e6:9.2f} us {statistics.median(ratios):6.2f}x")
+    floors = [1 + alone / step for alone, step in zip(costs["SDK calls alone"], base, strict=True)]
     print(
-        f"the SDK calls of one tool step alone, in a hot loop: {alone * 1e6:.1f} us ({alone / base:.2f}x of a step)"
+        f"floor for this span set through the SDK: 1 + alone/step = {statistics.median(floors):.2f}x "
+        f"({min(floors):.2f}-{max(floors):.2f})"
     )
 
 
 if __name__ == "__main__":
-    for backend in ("asyncio", "trio"):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--rounds", type=int, default=15, help="rounds (default 15)")
+    parser.add_argument("--backend", choices=("asyncio", "trio"), action="append", help="default: both")
+    args = parser.parse_args()
+    for backend in args.backend or ("asyncio", "trio"):
         print(f"--- {backend}")
-        anyio.run(main, backend=backend)
+        anyio.run(main, args.rounds, backend=backend)

@@ -14,13 +14,13 @@ from opentelemetry import metrics, trace
 
 from dsh_core import ToolExecution, ToolResult, hookimpl
 
+from ._carrier import TraceContextEnv
 from ._config import OtelConfig
 from ._providers import Providers, providers_for
 from ._spans import INSTRUMENTATION_NAME, SpanTracker
 
 if TYPE_CHECKING:
-    from dsh_core import Context, SessionEvent
-    from dsh_core.services.sessions import Session
+    from dsh_core import Context, Session, SessionEvent
 
 __all__ = ["OtelPlugin"]
 
@@ -109,7 +109,7 @@ class OtelPlugin:
     def dsh_session_event(self, session: Session, event: SessionEvent) -> None:
         tracker = self._tracker
         if tracker is not None:
-            tracker.on_event(session, event.type, event.data)
+            tracker.on_event(session, event)
 
     @hookimpl
     def dsh_agent_queued(self, agent: Any, message: Any) -> None:
@@ -138,43 +138,38 @@ class OtelPlugin:
             tracker.end_session(session.id, forget=True)
 
     @hookimpl(tryfirst=True)
-    async def dsh_tools_execute(
+    def dsh_tools_execute(
         self, execution: ToolExecution, call_next: Callable[[], Awaitable[ToolResult]]
-    ) -> ToolResult:
+    ) -> Awaitable[ToolResult]:
         """Run the call with its ``execute_tool`` span current, and hand ``bash`` its TRACEPARENT.
 
-        What the tool starts (a sub-agent, a traced library call) nests under the span.
+        What the tool starts (a sub-agent, a traced library call) nests under the span. A plain
+        ``def``: when there is no trace to carry (no span, or the API's no-op span with no valid
+        context), it hands back ``call_next()`` itself and costs no coroutine of its own.
         """
         tracker = self._tracker
         span = tracker.tool_span(execution.session_id, execution.call_id) if tracker is not None else None
         if span is None:
-            return await call_next()
+            return call_next()
+        span_context = span.get_span_context()
+        if not span_context.is_valid:
+            return call_next()
+        return self._in_span(span, span_context, call_next)
+
+    async def _in_span(
+        self,
+        span: trace.Span,
+        span_context: trace.SpanContext,
+        call_next: Callable[[], Awaitable[ToolResult]],
+    ) -> ToolResult:
         token = otel_context.attach(trace.set_span_in_context(span))
         env_var = self._command_env
         env_token = None
         try:
             if env_var is not None:
-                carried = trace_context_env(span.get_span_context())
-                if carried:
-                    env_token = env_var.set({**(env_var.get() or {}), **carried})
+                env_token = env_var.set(TraceContextEnv(env_var.get(), span_context))
             return await call_next()
         finally:
             if env_token is not None and env_var is not None:
                 env_var.reset(env_token)
             otel_context.detach(token)
-
-
-def trace_context_env(span_context: trace.SpanContext) -> dict[str, str]:
-    """TRACEPARENT (and TRACESTATE) naming ``span_context`` for a child process, per W3C Trace Context.
-
-    The OpenTelemetry convention for environment variables as carriers: a traced program the
-    command runs continues the trace under the tool call's span. Empty for a span that is not
-    recorded (no SDK set up): there is no trace to join.
-    """
-    if not span_context.is_valid:
-        return {}
-    flags = int(span_context.trace_flags)
-    env = {"TRACEPARENT": f"00-{span_context.trace_id:032x}-{span_context.span_id:016x}-{flags:02x}"}
-    if span_context.trace_state:
-        env["TRACESTATE"] = span_context.trace_state.to_header()
-    return env

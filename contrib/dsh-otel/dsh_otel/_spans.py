@@ -9,6 +9,11 @@ Parentage: a turn's span is a child of the span that was current where its promp
 context is taken at ``agent/queued``, in the sender's task, since the turn itself runs in the
 agent's own task); a sub-agent's prompt is sent inside the parent's ``task`` tool call, whose
 ``execute_tool`` span is current there, so the child's turn nests under it.
+
+Cost: the tracker reads each event's typed payload (never ``event.data``, which would build the
+event's JSON for nothing), builds a request's constant attributes and metric attribute sets once
+per model configuration, and makes one SDK call per span (a chat span is started and ended when
+its request ends, with every attribute at once). Content is only rendered for a turn that records.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
+from dsh_core import AssistantMessage, Message, UserMessage
+from dsh_core.llm import Failure, Finish, LlmCallConfig, Usage
 from dsh_core.session_log import (
     AssistantChunkEvent,
     AssistantMessageEvent,
@@ -30,6 +37,8 @@ from dsh_core.session_log import (
     PromptBlockedEvent,
     RequestHeaderDeltaEvent,
     RequestHeaderEvent,
+    Session,
+    SessionEvent,
     SteeringMessageEvent,
     StepStartEvent,
     ToolCallEvent,
@@ -87,29 +96,56 @@ _ENDINGS: Final[Mapping[str, str]] = {
     "interrupted": "the turn was interrupted (closed by crash repair)",
 }
 
-Handler = Callable[["_Session", Mapping[str, Any]], None]
+#: ``gen_ai.response.finish_reasons`` for each dsh finish reason, built once
+_FINISH_TUPLES: Final[Mapping[str, tuple[str]]] = {reason: (word,) for reason, word in FINISH_REASONS.items()}
+
+_NO_CONFIG: Final = LlmCallConfig(provider="unknown", model="unknown")
+
+Handler = Callable[["_Session", Any], None]
 
 
-@attrs.define(slots=True)
+@attrs.define(slots=True, eq=False)
+class _Request:
+    """What every request made with one model configuration carries: built once per configuration."""
+
+    #: the span name, ``chat <model>``
+    name: str
+    #: the constant attributes of its chat span (copied, then completed, when a request ends)
+    attributes: dict[str, Any]
+    #: metric attributes: the duration's, and the token usage's by token type
+    points: dict[str, Any]
+    input_points: dict[str, Any]
+    output_points: dict[str, Any]
+    #: the duration's attributes of a failed request, by error type (made when first needed)
+    failed_points: dict[str, dict[str, Any]] = attrs.Factory(dict)
+
+
+@attrs.define(slots=True, eq=False)
 class _Chat:
     """One model request in flight. Its span is made when it ends, in one call with every attribute:
     nothing nests under a request (tool calls are the turn's children), and one call costs least."""
 
     start_ns: int
-    name: str
-    attributes: dict[str, Any]
-    usage: Mapping[str, Any] | None = None
+    request: _Request
+    usage: Usage | None = None
     finish: str | None = None
     error: str | None = None
+    #: with content capture, on a recording turn: the messages and instructions it sent
+    content: dict[str, str] | None = None
 
 
-@attrs.define(slots=True)
+@attrs.define(slots=True, eq=False)
 class _Turn:
     """The open turn of a session and its open children."""
 
     span: Span
     context: otel_context.Context
     number: int
+    #: whether the turn's span records (sampled in): content is only rendered for one that does
+    recording: bool
+    #: whether it has a valid context at all. Not: the API's no-op tracer (no SDK set up, nothing
+    #: current), whose children could be nothing else, so only the metrics are made for the turn
+    traced: bool
     #: when the current step started (a chat span starts there), and whether it has had one yet
     step_ns: int = 0
     step_has_chat: bool = False
@@ -117,24 +153,25 @@ class _Turn:
     tools: dict[str, Span] = attrs.Factory(dict)
     model_noted: bool = False
     #: with content capture: the prompts of the turn and its last assistant message
-    inputs: list[Mapping[str, Any]] = attrs.Factory(list)
-    output: Mapping[str, Any] | None = None
+    inputs: list[UserMessage] = attrs.Factory(list)
+    output: AssistantMessage | None = None
 
 
-@attrs.define(slots=True)
+@attrs.define(slots=True, eq=False)
 class _Session:
     """What the tracker knows of one session."""
 
     id: str
     #: the live session (``derive_messages()`` for content capture); None until an event is heard
-    live: Any = None
+    live: Session | None = None
     #: contexts current where each still-pending prompt was sent, by queued id, oldest first
     pending: dict[str, otel_context.Context] = attrs.Factory(dict)
     turn: _Turn | None = None
-    #: the request header as last logged (provider, model, limits, system prompt, prefix)
-    config: Mapping[str, Any] = attrs.Factory(dict)
+    #: the request header as last logged: model configuration, system prompt, prefix
+    config: LlmCallConfig | None = None
+    request: _Request | None = None
     system: str | None = None
-    prefix: tuple[Mapping[str, Any], ...] = ()
+    prefix: tuple[Message, ...] = ()
 
 
 class SpanTracker:
@@ -149,9 +186,8 @@ class SpanTracker:
         self._tracer = tracer
         self._capture = capture
         self._sessions: dict[str, _Session] = {}
-        self._point_attributes: dict[
-            tuple[str, str], tuple[dict[str, Any], dict[str, Any], dict[str, Any]]
-        ] = {}
+        #: the metric attribute sets by provider and model, shared by every session that uses them
+        self._points: dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = {}
         self._tokens = meter.create_histogram(
             "gen_ai.client.token.usage",
             unit="{token}",
@@ -183,9 +219,9 @@ class SpanTracker:
 
     # ------------------------------------------------------------------ entry points
 
-    def on_event(self, session: Any, event_type: str, data: Mapping[str, Any]) -> None:
+    def on_event(self, session: Session, event: SessionEvent) -> None:
         """An event was committed to ``session``'s log."""
-        handler = self._handlers.get(event_type)
+        handler = self._handlers.get(event.type)
         if handler is None:
             return
         state = self._sessions.get(session.id)
@@ -193,7 +229,7 @@ class SpanTracker:
             state = self._sessions[session.id] = _Session(session.id, session)
         elif state.live is None:
             state.live = session
-        handler(state, data)
+        handler(state, event.payload)
 
     def on_queued(self, session_id: str, queued_id: str, kind: str) -> None:
         """A prompt was accepted: remember the context it was sent from (its turn's parent)."""
@@ -212,7 +248,14 @@ class SpanTracker:
         return state.turn.tools.get(call_id)
 
     def on_error(self, session_id: str, turn: int, error: BaseException) -> None:
-        """A plugin or the model failed the turn: the exception goes on the turn's span."""
+        """A plugin failed the turn: the exception goes on the turn's span.
+
+        An exception that carries a ``Failure`` is the loop's report of a failed model request:
+        the request's span already says it (status and ``error.type``) and ``turn/end`` carries
+        the failure, so it is not recorded a second time with the loop's own traceback.
+        """
+        if isinstance(getattr(error, "failure", None), Failure):
+            return
         state = self._sessions.get(session_id)
         if state is not None and state.turn is not None and state.turn.number == turn:
             state.turn.span.record_exception(error)
@@ -221,7 +264,7 @@ class SpanTracker:
         """Close what the log left open (a turn with no ``turn/end``) as ``disposed``."""
         state = self._sessions.pop(session_id, None) if forget else self._sessions.get(session_id)
         if state is not None and state.turn is not None:
-            self._turn_end(state, {"turn": state.turn.number, "reason": {"kind": "disposed"}})
+            self._close_turn(state, "disposed", None)
 
     def end_all(self) -> None:
         """Close every open span (the plugin is stopping)."""
@@ -230,26 +273,29 @@ class SpanTracker:
 
     # ------------------------------------------------------------------ the inbox
 
-    def _prompt(self, state: _Session, data: Mapping[str, Any]) -> None:
-        self._consumed(state, data)
-        if self._capture and state.turn is not None:
-            state.turn.inputs.append(data["message"])
+    def _prompt(self, state: _Session, payload: UserMessageEvent) -> None:
+        self._consumed(state, payload)
+        turn = state.turn
+        if self._capture and turn is not None and turn.recording:
+            turn.inputs.append(payload.message)
 
-    def _consumed(self, state: _Session, data: Mapping[str, Any]) -> None:
-        queued_id = data.get("queued_id")
+    def _consumed(
+        self, state: _Session, payload: UserMessageEvent | PromptBlockedEvent | SteeringMessageEvent | ContextMessageEvent
+    ) -> None:
+        queued_id = payload.queued_id
         if queued_id is not None:
             state.pending.pop(queued_id, None)
 
-    def _cleared(self, state: _Session, data: Mapping[str, Any]) -> None:
-        for queued_id in data.get("ids", ()):
+    def _cleared(self, state: _Session, payload: InboxClearedEvent) -> None:
+        for queued_id in payload.ids:
             state.pending.pop(queued_id, None)
 
     # ------------------------------------------------------------------ turns
 
-    def _turn_start(self, state: _Session, data: Mapping[str, Any]) -> None:
+    def _turn_start(self, state: _Session, payload: TurnStartEvent) -> None:
         if state.turn is not None:  # a turn/end we never heard of: close it rather than leak it
-            self.end_session(state.id, forget=False)
-        number = data["turn"]
+            self._close_turn(state, "disposed", None)
+        number = payload.turn
         # The prompts this turn takes were all queued before it started; the oldest one's sender
         # is the parent. None (a resumed agent's restored prompt): the agent task's own context.
         parent = next(iter(state.pending.values()), None)
@@ -264,36 +310,44 @@ class SpanTracker:
                 "dsh.turn": number,
             },
         )
-        state.turn = _Turn(span, trace.set_span_in_context(span), number)
+        traced = span.get_span_context().is_valid
+        state.turn = _Turn(span, trace.set_span_in_context(span), number, span.is_recording(), traced)
 
-    def _turn_end(self, state: _Session, data: Mapping[str, Any]) -> None:
+    def _turn_end(self, state: _Session, payload: TurnEndEvent) -> None:
         turn = state.turn
-        if turn is None or data.get("turn") != turn.number:
+        if turn is None or payload.turn != turn.number:
             return  # crash repair closing a turn of an earlier process: there is no span to end
+        reason = payload.reason
+        if reason is None:
+            self._close_turn(state, "completed", None)
+        else:
+            self._close_turn(state, reason.kind, reason.failure)
+
+    def _close_turn(self, state: _Session, kind: str, failure: Failure | None) -> None:
+        turn = state.turn
+        if turn is None:
+            return
         state.turn = None
-        reason: Mapping[str, Any] = data.get("reason") or {}
-        kind = str(reason.get("kind", "completed"))
         cut = kind in _ENDINGS
         for span in turn.tools.values():  # the loop closes every call first; this is a safety net
             _fail(span, "ABORTED" if cut else "TOOL_ERROR", "the turn ended before the tool call")
             span.end()
         turn.tools.clear()
         if turn.chat is not None:
-            self._end_chat(state, turn, "ABORTED" if cut else None)
-        elif cut and turn.step_ns and not turn.step_has_chat and state.config:
+            self._end_chat(turn, "ABORTED" if cut else None)
+        elif cut and turn.step_ns and not turn.step_has_chat and state.config is not None:
             # Cancelled while waiting for the model's first chunk: the request was made all the same.
             self._open_chat(state, turn, turn.step_ns)
-            self._end_chat(state, turn, "ABORTED")
+            self._end_chat(turn, "ABORTED")
         span = turn.span
         span.set_attribute("dsh.turn.end_reason", kind)
         if kind == "error":
-            failure: Mapping[str, Any] = reason.get("failure") or {}
-            code = str(failure.get("code", "UNKNOWN"))
+            code = failure.code if failure is not None else "UNKNOWN"
             span.set_attribute("error.type", code)
-            span.set_status(Status(StatusCode.ERROR, str(failure.get("message", code))))
+            span.set_status(Status(StatusCode.ERROR, failure.message if failure is not None else code))
         elif cut:
             span.set_status(Status(StatusCode.ERROR, _ENDINGS[kind]))
-        if self._capture:
+        if self._capture and turn.recording:
             if turn.inputs:
                 span.set_attribute("gen_ai.input.messages", input_messages(turn.inputs))
             if turn.output is not None:
@@ -302,189 +356,198 @@ class SpanTracker:
 
     # ------------------------------------------------------------------ model requests
 
-    def _header(self, state: _Session, data: Mapping[str, Any]) -> None:
-        config = data.get("config")
-        if config is not None:
+    def _header(self, state: _Session, payload: RequestHeaderEvent | RequestHeaderDeltaEvent) -> None:
+        config = payload.config
+        if config is not None and config != state.config:
             state.config = config
-        if "system" in data:
-            state.system = data["system"]
-        if "prefix" in data:
-            state.prefix = tuple(data["prefix"])
+            state.request = None  # made again, from the new configuration, at the next request
+        if payload.system is not None:
+            state.system = payload.system
+        if payload.prefix is not None:
+            state.prefix = payload.prefix
         turn = state.turn
         if turn is not None and turn.chat is None and turn.step_ns and not turn.step_has_chat:
             self._open_chat(state, turn, turn.step_ns)
 
-    def _step_start(self, state: _Session, data: Mapping[str, Any]) -> None:
+    def _step_start(self, state: _Session, payload: StepStartEvent) -> None:
         turn = state.turn
         if turn is None:
             return
         if turn.chat is not None:  # a step that logged no assistant message: not expected, but close it
-            self._end_chat(state, turn, None)
+            self._end_chat(turn, None)
         turn.step_ns = time.time_ns()
         turn.step_has_chat = False
 
-    def _open_chat(self, state: _Session, turn: _Turn, start_ns: int) -> None:
-        config = state.config
-        provider = config.get("provider") or "unknown"
-        model = config.get("model") or "unknown"
-        attributes: dict[str, Any] = {
-            "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": provider,
-            "gen_ai.request.model": model,
-            "gen_ai.conversation.id": state.id,
-        }
-        if config.get("max_tokens") is not None:
-            attributes["gen_ai.request.max_tokens"] = config["max_tokens"]
-        if config.get("temperature") is not None:
-            attributes["gen_ai.request.temperature"] = config["temperature"]
-        if self._capture:
-            attributes.update(self._request_content(state))
-        turn.chat = _Chat(start_ns, f"chat {model}", attributes)
+    def _request_for(self, state: _Session) -> _Request:
+        """The constant attributes of this session's requests, for its configuration as last logged."""
+        config = state.config or _NO_CONFIG
+        provider = config.provider or "unknown"
+        model = config.model or "unknown"
+        shared = self._points.get((provider, model))
+        if shared is None:
+            points = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": provider, "gen_ai.request.model": model}
+            shared = self._points[provider, model] = (
+                points,
+                {**points, "gen_ai.token.type": "input"},
+                {**points, "gen_ai.token.type": "output"},
+            )
+        points, input_points, output_points = shared
+        attributes: dict[str, Any] = {**points, "gen_ai.conversation.id": state.id}
+        if config.max_tokens is not None:
+            attributes["gen_ai.request.max_tokens"] = config.max_tokens
+        if config.temperature is not None:
+            attributes["gen_ai.request.temperature"] = config.temperature
+        request = state.request = _Request(f"chat {model}", attributes, points, input_points, output_points)
+        return request
+
+    def _open_chat(self, state: _Session, turn: _Turn, start_ns: int) -> _Chat:
+        request = state.request or self._request_for(state)
+        chat = turn.chat = _Chat(start_ns, request)
+        if self._capture and turn.recording:
+            chat.content = self._request_content(state)
         turn.step_has_chat = True
-        if not turn.model_noted:
+        if not turn.model_noted and turn.traced:
             turn.model_noted = True
-            turn.span.set_attributes({"gen_ai.provider.name": provider, "gen_ai.request.model": model})
+            turn.span.set_attributes(
+                {
+                    "gen_ai.provider.name": request.points["gen_ai.provider.name"],
+                    "gen_ai.request.model": request.points["gen_ai.request.model"],
+                }
+            )
+        return chat
 
     def _request_content(self, state: _Session) -> dict[str, str]:
         """The system prompt and the messages this request sends (the prefix, then the history)."""
         content: dict[str, str] = {}
         if state.system:
             content["gen_ai.system_instructions"] = dumps([{"type": "text", "content": state.system}])
-        live = state.live
-        history = [message.to_json() for message in live.derive_messages()] if live is not None else []
-        content["gen_ai.input.messages"] = input_messages([*state.prefix, *history])
+        history = state.live.derive_messages() if state.live is not None else ()
+        content["gen_ai.input.messages"] = input_messages((*state.prefix, *history))
         return content
 
-    def _chunk(self, state: _Session, data: Mapping[str, Any]) -> None:
+    def _chunk(self, state: _Session, payload: AssistantChunkEvent) -> None:
         turn = state.turn
         if turn is None:
             return
         chat = turn.chat
         if chat is None:
             # The first chunk of a request: a retry's attempt starts now, a first attempt at the step.
-            self._open_chat(state, turn, time.time_ns() if turn.step_has_chat else turn.step_ns)
-            chat = turn.chat
-            assert chat is not None
-        chunk = data["chunk"]
-        kind = chunk["type"]
-        if kind == "usage":
+            chat = self._open_chat(state, turn, time.time_ns() if turn.step_has_chat else turn.step_ns)
+        chunk = payload.chunk
+        if type(chunk) is Usage:
             chat.usage = chunk
-        elif kind == "finish":
-            reason = chunk["reason"]
+        elif type(chunk) is Finish:
+            reason = chunk.reason
             chat.finish = reason
             if reason == "error" or reason == "aborted":
-                error = chunk.get("error") or {}
-                chat.error = str(error.get("message", reason))
-                self._end_chat(state, turn, str(error.get("code", "ABORTED")))
+                error = chunk.error
+                chat.error = error.message if error is not None else reason
+                self._end_chat(turn, error.code if error is not None else "ABORTED")
 
-    def _assistant_message(self, state: _Session, data: Mapping[str, Any]) -> None:
+    def _assistant_message(self, state: _Session, payload: AssistantMessageEvent) -> None:
         turn = state.turn
         if turn is None:
             return
-        if self._capture:
-            turn.output = data["message"]
+        if self._capture and turn.recording:
+            turn.output = payload.message
         chat = turn.chat
         if chat is None:
             return
         if chat.usage is None:
-            chat.usage = data.get("usage")
-        if self._capture:
-            chat.attributes["gen_ai.output.messages"] = output_message(data["message"], chat.finish)
-        self._end_chat(state, turn, "ABORTED" if data.get("interrupted") else None)
+            chat.usage = payload.usage
+        if chat.content is not None:
+            chat.content["gen_ai.output.messages"] = output_message(payload.message, chat.finish)
+        self._end_chat(turn, "ABORTED" if payload.interrupted else None)
 
-    def _end_chat(self, state: _Session, turn: _Turn, error_type: str | None) -> None:
+    def _end_chat(self, turn: _Turn, error_type: str | None) -> None:
         chat = turn.chat
         if chat is None:
             return
         turn.chat = None
-        attributes = chat.attributes
-        points, input_points, output_points = self._points_for(attributes)
-        if chat.finish is not None:
-            attributes["gen_ai.response.finish_reasons"] = (FINISH_REASONS.get(chat.finish, chat.finish),)
+        request = chat.request
+        end_ns = self._chat_span(turn, chat, error_type) if turn.traced else time.time_ns()
         usage = chat.usage
         if usage is not None:
-            attributes["gen_ai.usage.input_tokens"] = usage["input_tokens"]
-            attributes["gen_ai.usage.output_tokens"] = usage["output_tokens"]
-            if usage.get("cache_read_tokens"):
-                attributes["gen_ai.usage.cache_read.input_tokens"] = usage["cache_read_tokens"]
-            if usage.get("cache_write_tokens"):
-                attributes["gen_ai.usage.cache_creation.input_tokens"] = usage["cache_write_tokens"]
-            self._tokens.record(usage["input_tokens"], input_points)
-            self._tokens.record(usage["output_tokens"], output_points)
+            self._tokens.record(usage.input_tokens, request.input_points)
+            self._tokens.record(usage.output_tokens, request.output_points)
+        points = request.points
+        if error_type is not None:
+            failed = request.failed_points.get(error_type)
+            if failed is None:
+                failed = request.failed_points[error_type] = {**points, "error.type": error_type}
+            points = failed
+        self._duration.record((end_ns - chat.start_ns) / 1e9, points)
+
+    def _chat_span(self, turn: _Turn, chat: _Chat, error_type: str | None) -> int:
+        """Start and end the request's span in one go, with every attribute; returns its end time."""
+        request = chat.request
+        attributes = request.attributes.copy()
+        if chat.finish is not None:
+            attributes["gen_ai.response.finish_reasons"] = _FINISH_TUPLES.get(chat.finish) or (chat.finish,)
+        usage = chat.usage
+        if usage is not None:
+            attributes["gen_ai.usage.input_tokens"] = usage.input_tokens
+            attributes["gen_ai.usage.output_tokens"] = usage.output_tokens
+            if usage.cache_read_tokens:
+                attributes["gen_ai.usage.cache_read.input_tokens"] = usage.cache_read_tokens
+            if usage.cache_write_tokens:
+                attributes["gen_ai.usage.cache_creation.input_tokens"] = usage.cache_write_tokens
         if error_type is not None:
             attributes["error.type"] = error_type
-            points = {**points, "error.type": error_type}
+        if chat.content is not None:
+            attributes.update(chat.content)
         span = self._tracer.start_span(
-            chat.name,
+            request.name,
             context=turn.context,
             kind=SpanKind.CLIENT,
             attributes=attributes,
             start_time=chat.start_ns,
         )
         if error_type is not None:
-            description = chat.error or (
-                "the request was cancelled" if error_type == "ABORTED" else error_type
-            )
+            description = chat.error or ("the request was cancelled" if error_type == "ABORTED" else error_type)
             span.set_status(Status(StatusCode.ERROR, description))
         end_ns = time.time_ns()
         span.end(end_time=end_ns)
-        self._duration.record((end_ns - chat.start_ns) / 1e9, points)
-
-    def _points_for(
-        self, attributes: Mapping[str, Any]
-    ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-        """The metric attributes of a request to this provider and model (made once per pair)."""
-        key = (attributes["gen_ai.provider.name"], attributes["gen_ai.request.model"])
-        found = self._point_attributes.get(key)
-        if found is None:
-            base = {
-                "gen_ai.operation.name": "chat",
-                "gen_ai.provider.name": key[0],
-                "gen_ai.request.model": key[1],
-            }
-            found = (base, {**base, "gen_ai.token.type": "input"}, {**base, "gen_ai.token.type": "output"})
-            self._point_attributes[key] = found
-        return found
+        return end_ns
 
     # ------------------------------------------------------------------ tool calls
 
-    def _tool_call(self, state: _Session, data: Mapping[str, Any]) -> None:
+    def _tool_call(self, state: _Session, payload: ToolCallEvent) -> None:
         turn = state.turn
-        if turn is None:
+        if turn is None or not turn.traced:
             return
-        name = data["name"]
-        call_id = data["call_id"]
+        name = payload.name
+        call_id = payload.call_id
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": name,
             "gen_ai.tool.call.id": call_id,
             "gen_ai.tool.type": "function",
         }
-        if self._capture:
-            arguments = parsed_arguments(data["arguments"])
-            attributes["gen_ai.tool.call.arguments"] = (
-                arguments if isinstance(arguments, str) else dumps(arguments)
-            )
+        if self._capture and turn.recording:
+            arguments = parsed_arguments(payload.arguments)
+            attributes["gen_ai.tool.call.arguments"] = arguments if isinstance(arguments, str) else dumps(arguments)
         turn.tools[call_id] = self._tracer.start_span(
             f"execute_tool {name}", context=turn.context, kind=SpanKind.INTERNAL, attributes=attributes
         )
 
-    def _tool_result(self, state: _Session, data: Mapping[str, Any]) -> None:
+    def _tool_result(self, state: _Session, payload: ToolResultEvent) -> None:
         turn = state.turn
         if turn is None:
             return
-        message = data["message"]
-        span = turn.tools.pop(message["call_id"], None)
+        message = payload.message
+        span = turn.tools.pop(message.call_id, None)
         if span is None:
             return
-        code = data.get("error_code")
+        code = payload.error_code
         if code is not None:
             _fail(span, code, code)
-        if self._capture:
-            span.set_attribute("gen_ai.tool.call.result", tool_response(message["content"]))
+        if self._capture and turn.recording:
+            span.set_attribute("gen_ai.tool.call.result", tool_response(message.content))
         span.end()
 
 
 def _fail(span: Span, code: str, description: str) -> None:
     span.set_attribute("error.type", code)
     span.set_status(Status(StatusCode.ERROR, description))
+

@@ -15,6 +15,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import Sampler
 
 from dsh_core import AgentOptions, Context, Harness, SessionEvent, hookimpl
 
@@ -45,10 +46,10 @@ class Telemetry:
     started: OpenSpans
 
     @classmethod
-    def fresh(cls) -> Telemetry:
+    def fresh(cls, sampler: Sampler | None = None) -> Telemetry:
         spans = InMemorySpanExporter()
         started = OpenSpans()
-        tracer_provider = TracerProvider()
+        tracer_provider = TracerProvider(sampler=sampler)
         tracer_provider.add_span_processor(started)
         tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
         reader = InMemoryMetricReader()

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
 import pytest
 from dsh_subagents import SubagentsPlugin
 from dsh_workspace import COMMAND_ENV, WorkspacePlugin
-from opentelemetry.trace import format_span_id, format_trace_id
+from opentelemetry.trace import SpanKind, StatusCode, format_span_id, format_trace_id
 
-from dsh_core import ToolResultMessage
+from dsh_core import ToolExecution, ToolResult, ToolResultMessage, hookimpl
+from dsh_core.session_log import ToolResultEvent
 from dsh_core.testing import ScriptedModel
 
 from .otel_kit import MODEL, Telemetry, parent_of, running, span_id, trace_id
@@ -76,8 +78,20 @@ async def test_a_subagents_turn_nests_under_the_parents_task_tool_span(telemetry
     ]
     child_id = dict(child_turn.attributes or {})["gen_ai.agent.id"]
     assert child_id != "parent"
+    assert child_turn.name == f"invoke_agent {child_id}"
+    assert {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.conversation.id": child_id,
+        "dsh.turn": 1,
+        "dsh.turn.end_reason": "completed",
+    }.items() <= dict(child_turn.attributes or {}).items()
+    assert (parent_turn.kind, task_span.kind, child_turn.kind) == (SpanKind.INTERNAL,) * 3
     assert parent_of(task_span) == span_id(parent_turn)
     assert parent_of(child_turn) == span_id(task_span)
+    assert task_span.status.status_code is StatusCode.UNSET
+    # the child's turn runs inside the task call
+    assert (task_span.start_time or 0) <= (child_turn.start_time or 0)
+    assert (child_turn.end_time or 0) <= (task_span.end_time or 0)
     assert {trace_id(span) for span in telemetry.finished()} == {trace_id(parent_turn)}
     chats = telemetry.named("chat deepseek-v4-flash")
     assert len(chats) == 3
@@ -85,6 +99,8 @@ async def test_a_subagents_turn_nests_under_the_parents_task_tool_span(telemetry
         chat for chat in chats if dict(chat.attributes or {})["gen_ai.conversation.id"] == child_id
     ]
     assert [parent_of(chat) for chat in child_chats] == [span_id(child_turn)]
+    assert all(chat.kind is SpanKind.CLIENT for chat in chats)
+    assert telemetry.still_open() == []
 
 
 async def test_bash_sees_the_tool_spans_traceparent(telemetry: Telemetry, tmp_path: Path) -> None:
@@ -134,3 +150,40 @@ async def test_no_traceparent_when_the_span_is_not_recorded(tmp_path: Path) -> N
             await handle.agent.run("show me")
             (result,) = [e for e in handle.agent.session.events if e.type == "tool/result"]
     assert "tp=[]" in ToolResultMessage.from_json(result.data["message"]).text
+
+
+class SetsItsOwnVariable:
+    """Another plugin that hands bash a variable of its own, through the same COMMAND_ENV."""
+
+    @hookimpl
+    async def dsh_tools_execute(
+        self, execution: ToolExecution, call_next: Callable[[], Awaitable[ToolResult]]
+    ) -> ToolResult:
+        token = COMMAND_ENV.set({**(COMMAND_ENV.get() or {}), "REQUEST_ID": "r-42"})
+        try:
+            return await call_next()
+        finally:
+            COMMAND_ENV.reset(token)
+
+
+async def test_traceparent_and_another_plugins_variable_both_reach_bash(telemetry: Telemetry, tmp_path: Path) -> None:
+    """A plugin that adds to COMMAND_ENV inside the otel listener keeps TRACEPARENT; bash sees both."""
+    model = ScriptedModel(
+        [
+            ScriptedModel.tool_call("bash", {"command": 'printf "tp=%s id=%s" "$TRACEPARENT" "$REQUEST_ID"'}),
+            ScriptedModel.text("ok"),
+        ]
+    )
+    async with running(telemetry, model, plugins=[WorkspacePlugin(), SetsItsOwnVariable()]) as (ctx, _):
+        handle = await ctx.agents.create("agent-1", meta={"cwd": str(tmp_path)}, agent_options=MODEL)
+        async with handle:
+            await handle.agent.run("show me")
+            (result,) = [
+                event.payload.message
+                for event in handle.agent.session.events
+                if isinstance(event.payload, ToolResultEvent)
+            ]
+    bash_span = telemetry.one("execute_tool bash")
+    found = re.search(r"tp=00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2} id=(\S*)", result.text)
+    assert found is not None, result.text
+    assert found.groups() == (format_trace_id(trace_id(bash_span)), format_span_id(span_id(bash_span)), "r-42")

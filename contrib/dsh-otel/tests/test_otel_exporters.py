@@ -81,6 +81,21 @@ class Receiver:
                     found.extend((resource, span) for span in scope_spans.spans)
         return found
 
+    def histograms(self) -> dict[tuple[str, str | None], tuple[int, float]]:
+        """(count, sum) of every histogram point received, by metric name and token type."""
+        found: dict[tuple[str, str | None], tuple[int, float]] = {}
+        for path, _, body in self.requests:
+            if path != "/v1/metrics":
+                continue
+            request = ExportMetricsServiceRequest.FromString(body)
+            for resource_metrics in request.resource_metrics:
+                for scope_metrics in resource_metrics.scope_metrics:
+                    for metric in scope_metrics.metrics:
+                        for point in metric.histogram.data_points:
+                            token_type = _attributes(point.attributes).get("gen_ai.token.type")
+                            found[metric.name, token_type] = (point.count, point.sum)
+        return found
+
     def metric_names(self) -> set[str]:
         names = set()
         for path, _, body in self.requests:
@@ -161,6 +176,10 @@ async def test_otlp_exporter_sends_protobuf_to_the_receiver(receiver: Receiver) 
     assert by_name["execute_tool add"].parent_span_id == turn.span_id
     assert _attributes(by_name["execute_tool add"].attributes)["gen_ai.tool.name"] == "add"
     assert {"gen_ai.client.token.usage", "gen_ai.client.operation.duration"} <= receiver.metric_names()
+    histograms = receiver.histograms()  # cumulative: the last export holds every point
+    assert histograms["gen_ai.client.token.usage", "input"] == (2, 110)
+    assert histograms["gen_ai.client.token.usage", "output"] == (2, 6)
+    assert histograms["gen_ai.client.operation.duration", None][0] == 2
     headers = [headers for path, headers, _ in receiver.requests if path == "/v1/traces"]
     assert headers
     assert all(h.get("x-api-key") == "k-123" for h in headers)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import pytest
 from dsh_retry import RetryPlugin
 from opentelemetry.trace import SpanKind, StatusCode
 
-from dsh_core import ToolExecution, tool
+from dsh_core import ToolExecution, hookimpl, tool
 from dsh_core.llm import Usage
 from dsh_core.testing import Reply, ScriptedModel
 
@@ -139,6 +141,7 @@ async def test_model_failure_sets_error_status_on_the_chat_and_the_turn(telemetr
     assert turn.status.status_code is StatusCode.ERROR
     assert dict(turn.attributes or {})["dsh.turn.end_reason"] == "error"
     assert dict(turn.attributes or {})["error.type"] == "RATE_LIMIT"
+    assert turn.events == ()  # the failure is the request's, on its span: no exception event of the loop's
     (duration,) = telemetry.points("gen_ai.client.operation.duration")
     assert duration.attributes["error.type"] == "RATE_LIMIT"
 
@@ -310,3 +313,35 @@ async def test_a_stream_that_ends_without_a_finish_is_a_failed_request(telemetry
     assert dict(chat.attributes or {})["error.type"] == "TRANSPORT"
     assert chat.status.status_code is StatusCode.ERROR
     assert telemetry.still_open() == []
+
+
+class FailsTheSecondStep:
+    """A plugin whose bug ends the turn: it raises before the second step."""
+
+    @hookimpl
+    def dsh_agent_pre_step(self, agent: Any, turn: int, step: int, prefix: Any, signal: Any) -> None:
+        if step == 2:
+            raise RuntimeError("budget exceeded")
+
+
+async def test_a_plugin_error_is_an_exception_event_on_the_turn(telemetry: Telemetry) -> None:
+    """agent/error: the turn span ends ERROR (UNKNOWN) with the exception recorded; the first step's spans are intact."""
+    model = ScriptedModel([ScriptedModel.tool_call("add", {"a": 1, "b": 1}), ScriptedModel.text("never sent")])
+    async with running(telemetry, model, plugins=[FailsTheSecondStep()]) as (ctx, _):
+        ctx.tools.register(add)
+        async with await ctx.agents.create("agent-1", agent_options=MODEL) as handle:
+            outcome = await handle.agent.run("go")
+    assert outcome.kind == "error"
+    assert telemetry.still_open() == []
+    turn = telemetry.one("invoke_agent agent-1")
+    assert turn.status.status_code is StatusCode.ERROR
+    assert "RuntimeError: budget exceeded" in (turn.status.description or "")
+    assert dict(turn.attributes or {})["error.type"] == "UNKNOWN"
+    assert dict(turn.attributes or {})["dsh.turn.end_reason"] == "error"
+    (event,) = turn.events
+    assert event.name == "exception"
+    assert dict(event.attributes or {})["exception.type"] == "RuntimeError"
+    assert dict(event.attributes or {})["exception.message"] == "budget exceeded"
+    chat = telemetry.one("chat deepseek-v4-flash")  # the second request was never made
+    assert chat.status.status_code is StatusCode.UNSET
+    assert telemetry.one("execute_tool add").status.status_code is StatusCode.UNSET
