@@ -31,14 +31,25 @@ class Queued:
 
 
 class Inbox:
-    """Two FIFOs: ``queued`` (prompts for the next turn) and ``step`` (steering and context)."""
+    """Three FIFOs: ``queued`` (prompts for the next turn), ``step`` (steering and context for the
+    next step) and ``held`` (prompts restored from the log, waiting for the next send).
+
+    A turn is due exactly when ``queued`` is not empty: restored prompts wait in ``held`` until a
+    send (or ``run_pending``) releases them ahead of it.
+    """
+
+    __slots__ = ("held", "queued", "step")
 
     def __init__(self) -> None:
         self.queued: deque[Queued] = deque()
         self.step: deque[Queued] = deque()
+        self.held: deque[Queued] = deque()
 
-    def __bool__(self) -> bool:
-        return bool(self.queued or self.step)
+    def release_held(self) -> None:
+        """Restored prompts join the queue, ahead of anything queued since."""
+        if self.held:
+            self.queued.extendleft(reversed(self.held))
+            self.held.clear()
 
     def put(self, item: Queued) -> None:
         (self.queued if item.kind == "send" else self.step).append(item)
@@ -55,9 +66,10 @@ class Inbox:
 
     def clear(self) -> list[str]:
         """Drop everything; returns the ids dropped (for the ``inbox/cleared`` record)."""
-        ids = [item.id for item in (*self.step, *self.queued)]
+        ids = [item.id for item in (*self.step, *self.held, *self.queued)]
         self.queued.clear()
         self.step.clear()
+        self.held.clear()
         return ids
 
     def drop_steering(self) -> list[Queued]:
@@ -91,8 +103,9 @@ class Inbox:
     def restore(cls, events: Sequence[SessionEvent] | Iterable[SessionEvent]) -> Inbox:
         """Rebuild the pending items from a log: queued - consumed - cleared, in order.
 
-        A restored agent has no running turn, so pending prompts and steering wait for the next
-        turn, and pending injected context for its first step.
+        A restored agent has no running turn, so pending prompts and steering are held for the
+        next send (or ``run_pending``), and pending injected context waits for the next turn's
+        first step.
         """
         pending: dict[str, Queued] = {}
         for event in events:
@@ -110,5 +123,5 @@ class Inbox:
                     pending.pop(queued_id, None)
         inbox = cls()
         for item in pending.values():
-            inbox.put(item)
+            (inbox.held if item.kind == "send" else inbox.step).append(item)
         return inbox

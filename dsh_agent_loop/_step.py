@@ -44,7 +44,7 @@ class StepOutcome:
 
 def log_step_items(agent: Agent, turn: int, step: int) -> bool:
     """Log the steering and injected context waiting for a step; True if there was steering."""
-    items = agent.inbox.take_step()
+    items = agent.machine.inbox.take_step()
     steered = False
     for item in items:
         queued_id = item.id if item.durable else None
