@@ -15,8 +15,8 @@ Three contenders, measured in one run, each in its own child process, alternatel
 Times are the process's CPU time (``time.process_time``): the loop never waits for I/O here, and
 CPU time is what a loaded, shared machine disturbs least. Every contender plays the same scripts with a zero-latency ``ScriptedModel`` (no network, no
 persistence plugin: every event is logged in memory). A figure is a difference of turns, so the
-fixed cost of a turn cancels out: a text step is (a turn of ``STEPS`` text steps − a turn of one)
-/ (``STEPS`` − 1), a tool step likewise with tool calls, a chunk is (one step of 101 chunks − one
+fixed cost of a turn cancels out: a text step is (a turn of ``STEPS`` text steps - a turn of one)
+/ (``STEPS`` - 1), a tool step likewise with tool calls, a chunk is (one step of 101 chunks - one
 of 1) / 100. An idle agent is the traced memory (``tracemalloc``) of 500 created agents / 500, on
 asyncio. Budgets (issue 17): tool, text step and chunk at most 0.5x the baseline, an idle agent at
 most 10 KiB on asyncio. Run ``python benchmarks/loop.py`` (``make bench``); ``--json`` prints the
