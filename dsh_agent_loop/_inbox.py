@@ -8,7 +8,6 @@ The inbox knows nothing of models or tools.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterable, Sequence
 
 import attrs
@@ -41,43 +40,39 @@ class Inbox:
     __slots__ = ("held", "queued", "step")
 
     def __init__(self) -> None:
-        self.queued: deque[Queued] = deque()
-        self.step: deque[Queued] = deque()
-        self.held: deque[Queued] = deque()
+        # Lists, not deques: they are taken whole, and an idle agent's three empty lists cost
+        # 168 bytes where three empty deques cost 2.2 KiB.
+        self.queued: list[Queued] = []
+        self.step: list[Queued] = []
+        self.held: list[Queued] = []
 
     def release_held(self) -> None:
         """Restored prompts join the queue, ahead of anything queued since."""
         if self.held:
-            self.queued.extendleft(reversed(self.held))
-            self.held.clear()
+            self.queued[:0] = self.held
+            self.held = []
 
     def put(self, item: Queued) -> None:
         (self.queued if item.kind == "send" else self.step).append(item)
 
     def take_queued(self) -> list[Queued]:
-        items = list(self.queued)
-        self.queued.clear()
+        items, self.queued = self.queued, []
         return items
 
     def take_step(self) -> list[Queued]:
-        items = list(self.step)
-        self.step.clear()
+        items, self.step = self.step, []
         return items
 
     def clear(self) -> list[str]:
         """Drop everything; returns the ids dropped (for the ``inbox/cleared`` record)."""
         ids = [item.id for item in (*self.step, *self.held, *self.queued)]
-        self.queued.clear()
-        self.step.clear()
-        self.held.clear()
+        self.queued, self.step, self.held = [], [], []
         return ids
 
     def drop_steering(self) -> list[Queued]:
         """A terminal stop discards the steering left over; injected context stays."""
         dropped = [item for item in self.step if item.kind == "steer"]
-        kept = [item for item in self.step if item.kind != "steer"]
-        self.step.clear()
-        self.step.extend(kept)
+        self.step = [item for item in self.step if item.kind != "steer"]
         return dropped
 
     @property
@@ -93,9 +88,7 @@ class Inbox:
         steering = [item for item in self.step if item.kind == "steer"]
         if not steering:
             return False
-        context = [item for item in self.step if item.kind != "steer"]
-        self.step.clear()
-        self.step.extend(context)
+        self.step = [item for item in self.step if item.kind != "steer"]
         self.queued.extend(attrs.evolve(item, kind="send") for item in steering)
         return True
 

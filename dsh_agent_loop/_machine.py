@@ -138,9 +138,9 @@ class AgentMachine:
         self.inbox = Inbox.restore(session.events)
         #: every id ever queued in this session (from the log, then each accept): a caller-chosen
         #: id seen again is a retried send, which must not be queued twice
-        self._known: set[str] = {
-            str(event.data["id"]) for event in session.events if event.type == InboxQueuedEvent.type
-        }
+        #: (None while empty: an idle agent with a fresh log keeps no set)
+        known = {str(event.data["id"]) for event in session.events if event.type == InboxQueuedEvent.type}
+        self._known: set[str] | None = known or None
         #: run() calls by the id of the prompt they sent
         self.waiters: dict[str, Waiter] = {}
         #: the signal of the turn that runs (or was last run); ``cancel()`` and ``stop()`` cancel it
@@ -171,7 +171,7 @@ class AgentMachine:
 
     def knows(self, ident: str) -> bool:
         """Whether ``ident`` was ever queued in this session (pending, consumed or cleared)."""
-        return ident in self._known
+        return self._known is not None and ident in self._known
 
     def check_alive(self, agent_id: str) -> None:
         """Refuse a verb once teardown started."""
@@ -206,7 +206,10 @@ class AgentMachine:
         Raises whatever the append raises (nothing is queued then).
         """
         self._session.append(InboxQueuedEvent(id=item.id, kind=item.kind, message=item.message))
-        self._known.add(item.id)
+        if self._known is None:
+            self._known = {item.id}
+        else:
+            self._known.add(item.id)
         inbox = self.inbox
         if item.kind == "send":
             inbox.release_held()

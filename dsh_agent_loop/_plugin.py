@@ -122,11 +122,15 @@ class _Lifecycle:
         #: agent/created was (being) announced: its agent/disposed is owed
         self.announced = False
         self.owner_effect: Effect | None = None
-        self.driver_done: anyio.Event | None = None
+        #: the driver was started; it is running until ``driver_exited``
+        self.driver_started = False
+        self.driver_exited = False
+        #: made only when teardown has to wait for the driver (an idle agent keeps no Event for it)
+        self._driver_done: anyio.Event | None = None
         self._done: anyio.Event | None = None
 
     def start_driver(self) -> None:
-        done = self.driver_done = anyio.Event()
+        self.driver_started = True
         agent = self.agent
 
         async def run() -> None:
@@ -134,7 +138,9 @@ class _Lifecycle:
             try:
                 await drive(agent)
             finally:
-                done.set()
+                self.driver_exited = True
+                if self._driver_done is not None:
+                    self._driver_done.set()
 
         agent.ctx.start_task(run, name=f"agent-driver:{agent.id}")
 
@@ -166,10 +172,12 @@ class _Lifecycle:
         agent = self.agent
         events = agent.ctx.events
         agent.machine.stop()  # status `disposed` from here on; the driver ends its turn and exits
-        if self.driver_done is not None:
+        if self.driver_started:
             await _contained(events.notify("agent/status", agent=agent, status="disposed"))
             with anyio.move_on_after(TEARDOWN_TIMEOUT) as scope:
-                await self.driver_done.wait()
+                if not self.driver_exited:
+                    self._driver_done = self._driver_done or anyio.Event()
+                    await self._driver_done.wait()
             if scope.cancelled_caught:
                 logger.error("agent %r: the driver did not stop within %ss", agent.id, TEARDOWN_TIMEOUT)
         agent.machine.dispose()  # when_idle() and every run() still waiting return now
