@@ -318,7 +318,7 @@ def child(kind: str, backend: str) -> None:
     print(json.dumps({"files": files, "figures": figures}))
 
 
-def compare(baseline: Path | None, rounds: int, as_json: bool) -> None:
+def compare(baseline: Path | None, rounds: int, as_json: bool, backends: tuple[str, ...] = BACKENDS) -> None:
     best: dict[str, dict[str, float]] = {}
     shown = False
     with baseline_checkout(baseline) as base, tempfile.TemporaryDirectory(prefix="dsh-bench-shim-") as shim:
@@ -327,7 +327,7 @@ def compare(baseline: Path | None, rounds: int, as_json: bool) -> None:
             "baseline": ("harness", [entry_point_shim(base, Path(shim)), base]),
             "minimal": ("minimal", [HERE]),
         }
-        for backend in BACKENDS:
+        for backend in backends:
             for _ in range(rounds):
                 for label, (kind, path) in contenders.items():
                     result = run_child(kind, backend, path)
@@ -345,7 +345,7 @@ def compare(baseline: Path | None, rounds: int, as_json: bool) -> None:
     if as_json:
         print(json.dumps(figures))
         return
-    for backend in BACKENDS:
+    for backend in backends:
         print(f"--- {backend}   (best of {rounds} alternating runs each)")
         print(f"  {'':16}{'this':>10}{'baseline':>10}{'minimal':>10}{'this/base':>11}{'this/min':>10}   budget")
         for name, (unit, budget) in FIGURES.items():
@@ -365,13 +365,15 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, help=f"a checkout of the baseline (default: a worktree of {BASELINE_COMMIT})")
     parser.add_argument("--rounds", type=int, default=3, help="child runs per contender and backend (best one counts)")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    parser.add_argument("--backend-only", choices=BACKENDS, help="measure on this backend only")
     parser.add_argument("--child", choices=("harness", "minimal"), help=argparse.SUPPRESS)
     parser.add_argument("--backend", choices=BACKENDS, default="asyncio", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
         child(args.child, args.backend)
     else:
-        compare(args.baseline, args.rounds, args.json)
+        backends = (args.backend_only,) if args.backend_only else BACKENDS
+        compare(args.baseline, args.rounds, args.json, backends)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from dsh_core.session_log import ContextMessageEvent
 from dsh_core.vocabulary import AgentOptions, AgentStatus, Image, Text, TurnOutcome, UserMessage, new_id
 
 from ._header import HeaderLog
@@ -20,6 +19,7 @@ from ._machine import AgentMachine, Waiter
 
 if TYPE_CHECKING:
     from dsh_core.host import Context
+    from dsh_core.llm import LlmCallConfig
     from dsh_core.services.sessions import Session
     from dsh_core.vocabulary import Message
 
@@ -35,7 +35,7 @@ _DEFAULT_SOURCES: dict[str, dict[str, str]] = {
 class Agent:
     """One agent: a session, its state machine and a driver. Made only by the agent loop's factory."""
 
-    __slots__ = ("__weakref__", "_ctx", "_options", "_session", "header", "machine", "prefix")
+    __slots__ = ("__weakref__", "_ctx", "_options", "_session", "call_config", "header", "machine", "prefix")
 
     def __init__(self, *, ctx: Context, session: Session, options: AgentOptions) -> None:
         self._ctx = ctx
@@ -46,6 +46,8 @@ class Agent:
         #: the session prefix, fixed at this instance's first step (``agent/session-prefix``)
         self.prefix: tuple[Message, ...] | None = None
         self.header = HeaderLog()
+        #: the options as the seed of ``agent/request``, built at the first step (``_step``)
+        self.call_config: LlmCallConfig | None = None
 
     # ------------------------------------------------------------------ what the Agent protocol exposes
 
@@ -108,20 +110,31 @@ class Agent:
         self.machine.request_turn()
         return item.id
 
-    def inject(self, content: str | Sequence[Text | Image], source: Mapping[str, Any] | None = None) -> None:
+    def inject(
+        self,
+        content: str | Sequence[Text | Image],
+        source: Mapping[str, Any] | None = None,
+        *,
+        id: str | None = None,
+    ) -> None:
         """Add model-visible context without waking the driver.
 
-        Running (or a turn about to start): it lands at the next step. Idle: it is appended to the
-        session at once and flushed durably in the background, riding with the next turn.
+        Running (or a turn about to start): it lands at the next step (recorded as
+        ``inbox/queued`` until then, under ``id``). Idle: it is appended to the session at once as
+        ``context/message`` (whose message has ``id``) and flushed durably in the background,
+        riding with the next turn. A caller-chosen ``id`` makes it idempotent as for ``send``: an
+        id already queued or injected in this session's log is not added again (a retried
+        inject, e.g. by a retried Temporal activity).
         """
+        if id is not None and self._seen(id):
+            return
         machine = self.machine
         if machine.turn_due:
-            self._accept("inject", content, source)
+            self._accept("inject", content, source, id=id)
             return
         machine.check_alive(self.id)
-        message = UserMessage(content=content, source=source or _DEFAULT_SOURCES["inject"])
-        self._session.append(ContextMessageEvent(message=message))
-        machine.request_flush()
+        message = UserMessage(content=content, source=source or _DEFAULT_SOURCES["inject"], id=id or new_id())
+        machine.append_idle_context(message)
 
     def cancel(self) -> None:
         """Stop the running turn and drop everything queued.

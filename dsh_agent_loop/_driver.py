@@ -237,6 +237,10 @@ async def _turn_body(agent: Agent, state: _TurnState) -> TurnEnd:
             return strongest(end, TurnEnd("completed"))
 
 
+_CONTINUE = ContinuationDecision(action="continue")
+_STOP = ContinuationDecision(action="stop")
+
+
 def _failure_of(exc: BaseException) -> Failure:
     return Failure(message=f"{type(exc).__name__}: {exc}", code="UNKNOWN")
 
@@ -247,7 +251,7 @@ async def _continuation(
 ) -> tuple[ContinuationDecision, object, bool]:
     """The ordinary decision, the steering it leaves pending, and the terminal stop (if any)."""
     events = agent.ctx.events
-    default = ContinuationDecision(action="continue" if ran_tools else "stop")
+    default = _CONTINUE if ran_tools else _STOP
     decision = await events.waterfall(
         "agent/turn-continuation", default, agent=agent, turn=state.turn, step=state.step
     )

@@ -39,8 +39,15 @@ from typing import TYPE_CHECKING, Final
 
 import anyio
 
-from dsh_core.session_log import InboxClearedEvent, InboxQueuedEvent
-from dsh_core.vocabulary import AgentDisposedError, AgentStatus, CancelSignal, DshError, TurnOutcome
+from dsh_core.session_log import ContextMessageEvent, InboxClearedEvent, InboxQueuedEvent, SessionEvent
+from dsh_core.vocabulary import (
+    AgentDisposedError,
+    AgentStatus,
+    CancelSignal,
+    DshError,
+    TurnOutcome,
+    UserMessage,
+)
 
 from ._inbox import Inbox, Queued
 
@@ -97,6 +104,17 @@ _STATUS: Final[Mapping[AgentState, AgentStatus]] = {
 _ENDED: Final = frozenset({_S.DRAINING, _S.STOPPING, _S.DISPOSED})
 
 
+_ID_TYPES: Final = frozenset({InboxQueuedEvent.type, ContextMessageEvent.type})
+
+
+def _id_of(event: SessionEvent) -> str:
+    """The id an ``inbox/queued`` record or a (possibly idle-injected) ``context/message`` carries."""
+    if event.type == InboxQueuedEvent.type:
+        return str(event.data["id"])
+    message = event.data["message"]
+    return str(message["id"]) if isinstance(message, Mapping) else ""
+
+
 class IllegalTransitionError(DshError, RuntimeError):
     """The loop asked for a state change that ``TRANSITIONS`` does not allow (a bug in the loop)."""
 
@@ -136,10 +154,10 @@ class AgentMachine:
         self._session = session
         self._state = AgentState.IDLE
         self.inbox = Inbox.restore(session.events)
-        #: every id ever queued in this session (from the log, then each accept): a caller-chosen
-        #: id seen again is a retried send, which must not be queued twice
+        #: every id ever queued or injected in this session (from the log, then each accept): a
+        #: caller-chosen id seen again is a retried send or inject, which must not count twice
         #: (None while empty: an idle agent with a fresh log keeps no set)
-        known = {str(event.data["id"]) for event in session.events if event.type == InboxQueuedEvent.type}
+        known = {_id_of(event) for event in session.events if event.type in _ID_TYPES}
         self._known: set[str] | None = known or None
         #: run() calls by the id of the prompt they sent
         self.waiters: dict[str, Waiter] = {}
@@ -170,7 +188,7 @@ class AgentMachine:
         return state is AgentState.RUNNING or (state is AgentState.WOKEN and bool(self.inbox.queued))
 
     def knows(self, ident: str) -> bool:
-        """Whether ``ident`` was ever queued in this session (pending, consumed or cleared)."""
+        """Whether ``ident`` was ever queued (pending, consumed or cleared) or injected in this session."""
         return self._known is not None and ident in self._known
 
     def check_alive(self, agent_id: str) -> None:
@@ -206,16 +224,25 @@ class AgentMachine:
         Raises whatever the append raises (nothing is queued then).
         """
         self._session.append(InboxQueuedEvent(id=item.id, kind=item.kind, message=item.message))
-        if self._known is None:
-            self._known = {item.id}
-        else:
-            self._known.add(item.id)
+        self._remember(item.id)
         inbox = self.inbox
         if item.kind == "send":
             inbox.release_held()
         inbox.put(item)
         if waiter is not None:
             self.waiters[item.id] = waiter
+
+    def append_idle_context(self, message: UserMessage) -> None:
+        """An idle inject: ``context/message`` now, and the driver woken to flush it."""
+        self._session.append(ContextMessageEvent(message=message))
+        self._remember(message.id)
+        self.request_flush()
+
+    def _remember(self, ident: str) -> None:
+        if self._known is None:
+            self._known = {ident}
+        else:
+            self._known.add(ident)
 
     def request_turn(self) -> None:
         """Wake the driver to run the queued prompts (IDLE or IDLING -> WOKEN); nothing queued: no-op."""

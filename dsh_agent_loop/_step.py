@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import aclosing
 
 import anyio
 import anyio.lowlevel
@@ -35,11 +34,15 @@ class ModelFailed(Exception):
         self.failure = failure
 
 
-@attrs.frozen
 class StepOutcome:
-    message: AssistantMessage
-    ran_tools: bool
-    max_tokens: bool
+    """What a step left for the turn to decide on."""
+
+    __slots__ = ("max_tokens", "message", "ran_tools")
+
+    def __init__(self, message: AssistantMessage, ran_tools: bool, max_tokens: bool) -> None:
+        self.message = message
+        self.ran_tools = ran_tools
+        self.max_tokens = max_tokens
 
 
 def log_step_items(agent: Agent, turn: int, step: int) -> bool:
@@ -69,11 +72,18 @@ def _checked_prefix(prefix: object) -> tuple[Message, ...]:
 
 
 def _call_config(agent: Agent) -> LlmCallConfig:
-    """The agent's options as the seed of ``agent/request`` (empty provider/model: none chosen yet)."""
-    provider, _, name = (agent.options.model or "").partition("/")
-    return LlmCallConfig(
-        provider=provider, model=name, max_tokens=agent.options.max_tokens, temperature=agent.options.temperature
-    )
+    """The agent's options as the seed of ``agent/request`` (empty provider/model: none chosen yet).
+
+    Built once per agent: the options are frozen, and so is the config.
+    """
+    config = agent.call_config
+    if config is None:
+        provider, _, name = (agent.options.model or "").partition("/")
+        options = agent.options
+        config = agent.call_config = LlmCallConfig(
+            provider=provider, model=name, max_tokens=options.max_tokens, temperature=options.temperature
+        )
+    return config
 
 
 def _check_route(agent: Agent, config: object) -> LlmCallConfig:
@@ -175,10 +185,13 @@ async def _call_model(
     while True:
         assembler = attempt.assembler = BlockAssembler(provider=config.provider, model=config.model)
         add = assembler.add
-        async with aclosing(llm.stream(request)) as chunks:  # closed at once, even when a listener raises
+        chunks = llm.stream(request)
+        try:
             async for chunk in chunks:
                 append(AssistantChunkEvent(turn=turn, step=step, chunk=chunk))
                 add(chunk)
+        finally:  # closed at once, even when a listener raises (what aclosing does, one await less)
+            await chunks.aclose()
         finish = assembler.finish
         if finish is not None and finish.reason not in ("error", "aborted"):
             break
