@@ -336,7 +336,8 @@ def compare(baseline: Path | None, rounds: int, as_json: bool, backends: tuple[s
                         if not Path(file).resolve().is_relative_to(tree.resolve()):
                             sys.exit(f"benchmarks/loop.py: the {label} child imported {module} from {file}, not {tree}")
                     if label == "baseline" and not shown and not as_json:
-                        print(f"baseline {BASELINE_COMMIT}: the child imported dsh_core from {result['files']['dsh_core']}")
+                        which = BASELINE_COMMIT if baseline is None else str(baseline)
+                        print(f"baseline {which}: the child imported dsh_core from {result['files']['dsh_core']}")
                         shown = True
                     for key, value in result["figures"].items():
                         slot = best.setdefault(f"{label} {backend}", {})
