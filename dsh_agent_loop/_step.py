@@ -157,14 +157,18 @@ async def _call_model(
     if agent.prefix is None:
         agent.prefix = _checked_prefix(await events.waterfall("agent/session-prefix", (), agent=agent))
     prefix = agent.prefix
-    await events.serial("agent/pre-step", agent=agent, turn=turn, step=step, prefix=prefix, signal=signal)
+    # Events without listeners are skipped here rather than dispatched: no coroutine, no kwargs
+    # (a step checks three of them; dispatching an event nobody hears costs more than asking).
+    listening = events.has_listeners
+    if listening("agent/pre-step"):
+        await events.serial("agent/pre-step", agent=agent, turn=turn, step=step, prefix=prefix, signal=signal)
     system = prompt.render(assembly)
     boundary = session.derive_messages()
     session.append(StepStartEvent(turn=turn, step=step))
-    config = _check_route(
-        agent,
-        await events.waterfall("agent/request", _call_config(agent), agent=agent, turn=turn, step=step, signal=signal),
-    )
+    config = _call_config(agent)
+    if listening("agent/request"):
+        config = await events.waterfall("agent/request", config, agent=agent, turn=turn, step=step, signal=signal)
+    config = _check_route(agent, config)
     tools = ctx.tools.schemas(agent)
     agent.header.record(session, config, system, tools, prefix)
     request = LlmRequest(
@@ -221,5 +225,7 @@ async def _call_model(
         if fresh is not boundary:
             boundary = fresh
             request = attrs.evolve(request, messages=boundary if not prefix else (*prefix, *boundary))
-    message = await events.waterfall("agent/step-result", assembler.message(), agent=agent, turn=turn, step=step)
+    message = assembler.message()
+    if listening("agent/step-result"):
+        message = await events.waterfall("agent/step-result", message, agent=agent, turn=turn, step=step)
     return message, finish.reason, assembler.usage
