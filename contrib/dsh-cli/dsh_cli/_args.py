@@ -142,12 +142,15 @@ def build_parser(
         "--plain", action="store_true", help="print the answer as plain text, also at a terminal"
     )
 
-    commands.add_parser(
+    chat = commands.add_parser(
         "chat",
         parents=[config, agent],
         help="an interactive session",
         description="An interactive session. Type while the agent works to steer it; Ctrl-C cancels "
         "the turn, Ctrl-C twice on an empty prompt exits; /help lists the commands.",
+    )
+    chat.add_argument(
+        "--temporal", action="store_true", help="drive a session hosted on Temporal ([plugins.temporal], dsh-temporal)"
     )
 
     sessions = commands.add_parser(

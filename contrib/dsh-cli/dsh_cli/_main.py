@@ -205,6 +205,10 @@ def _dispatch(
 
     cwd = resolve_cwd(getattr(args, "cwd", None))
     config = config_from_args(args, cwd=cwd)
+    if command == "chat" and getattr(args, "temporal", False):  # the agent source: a session on Temporal
+        from ._temporal_chat import temporal_chat_command
+
+        return _run_async(temporal_chat_command, config, cwd=cwd, resume=args.resume)
     if command == "chat":
         from ._chat import chat_command
 

@@ -14,6 +14,7 @@ meanwhile (steering reaches the running turn at its next step). It returns a sma
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -26,12 +27,14 @@ from temporalio.exceptions import ApplicationError
 
 from dsh_core import AgentHandle, AgentOptions, UserMessage
 
-from ._log_reading import interrupted_turn, outcomes_of, turns_started
+from ._log_reading import inject_key, injects_after, interrupted_turn, outcomes_of, turns_started
 from ._types import PendingMessage, TurnInput, TurnSummary
 from ._workflow import RUN_TURN
 
 if TYPE_CHECKING:
-    from dsh_core import Context
+    from collections import Counter
+
+    from dsh_core import Context, Session
     from dsh_core.vocabulary import Agent
 
 
@@ -65,14 +68,49 @@ def heartbeat_interval(heartbeat_timeout: float) -> float:
     return min(1.0, heartbeat_timeout / 3)
 
 
-def _feed(agent: Agent, message: PendingMessage) -> None:
-    """Hand one engine message to the agent under its id (a no-op if the log has it already)."""
-    data: dict[str, Any] = {"role": "user", "id": message.id, "content": message.content}
-    content = UserMessage.from_json(data, field=f"{message.kind}.message").content
-    if message.kind == "steer":
-        agent.steer(content, message.source, id=message.id)
-    else:
-        agent.send(content, message.source, id=message.id)
+def takes_inject_id(agent: Agent) -> bool:
+    """Whether ``agent.inject`` takes a caller-chosen ``id`` (idempotent per id, like ``send``)."""
+    try:
+        return "id" in inspect.signature(agent.inject).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+class _Fed:
+    """What this attempt handed the agent, and (on a retry) the injects the lost attempt logged."""
+
+    def __init__(self, logged_injects: Counter[str] | None) -> None:
+        self.ids: set[str] = set()
+        #: injects after the turn's ``after_seq`` in the log, still to be matched (a retry only)
+        self._logged = logged_injects
+
+    def feed(self, agent: Agent, message: PendingMessage) -> None:
+        """Hand one engine message to the agent under its id, once.
+
+        Sends and steers are idempotent per id in the agent, and so are injects where
+        ``agent.inject`` takes an ``id``. Where it does not, a retried attempt skips an inject the
+        lost attempt already logged (same content and source after the turn's ``after_seq``), one
+        logged copy for each.
+        """
+        if message.id in self.ids:
+            return
+        self.ids.add(message.id)
+        data: dict[str, Any] = {"role": "user", "id": message.id, "content": message.content}
+        content = UserMessage.from_json(data, field=f"{message.kind}.message").content
+        if message.kind == "steer":
+            agent.steer(content, message.source, id=message.id)
+        elif message.kind == "inject":
+            if takes_inject_id(agent):  # the agent is idempotent per id: the log has our id
+                inject: Any = agent.inject
+                inject(content, message.source, id=message.id)
+                return
+            key = inject_key(message.content, message.source)
+            if self._logged and self._logged[key] > 0:
+                self._logged[key] -= 1
+                return
+            agent.inject(content, message.source)
+        else:
+            agent.send(content, message.source, id=message.id)
 
 
 class _Warm:
@@ -97,6 +135,18 @@ class TurnRunner:
         self.warm_queue = warm_queue
         self._warm_idle = warm_idle
         self._warm: dict[str, _Warm] = {}
+        #: the agents running a turn on this worker, by session id
+        self._running: dict[str, AgentHandle] = {}
+
+    def live_session(self, session_id: str) -> Session | None:
+        """The session if its agent is live on this worker (running a turn, or warm), else ``None``."""
+        handle = self._running.get(session_id)
+        if handle is None:
+            warm = self._warm.get(session_id)
+            handle = None if warm is None else warm.handle
+        if handle is None or handle.agent.status == "disposed":
+            return None
+        return handle.agent.session
 
     @activity.defn(name=RUN_TURN)
     async def run_turn(self, turn: TurnInput) -> TurnSummary:
@@ -128,14 +178,15 @@ class TurnRunner:
         else:
             handle, cold = await self._open(turn), True
         keep = False
+        self._running[spec.session_id] = handle
         try:
             agent = handle.agent
             start_seq = len(agent.session.events) - 1
             lost = interrupted_turn(agent.session.events) if cold else None
-            fed: set[str] = set()
+            retried = info.attempt > 1
+            fed = _Fed(injects_after(agent.session.events, turn.after_seq) if retried else None)
             for message in turn.messages:
-                _feed(agent, message)
-                fed.add(message.id)
+                fed.feed(agent, message)
             if lost is not None:  # the model decides what to do about the lost worker's turn
                 agent.send(RESUMED_TEXT, RESUMED_SOURCE, id=f"{info.workflow_id}/resumed-turn-{lost}")
             await self._drive(handle, turn, fed, stop)
@@ -145,14 +196,15 @@ class TurnRunner:
             events = agent.session.events
             return TurnSummary(
                 last_seq=len(events) - 1,
-                logged=sorted(fed),
-                outcomes=outcomes_of(events, set(turn.awaited) & fed),
+                logged=sorted(fed.ids),
+                outcomes=outcomes_of(events, set(turn.awaited) & fed.ids),
                 turns=turns_started(events, start_seq),
                 cwd=str(agent.session.meta.cwd or turn.cwd or os.getcwd()),
                 cancelled=stop.event.is_set(),
                 warm_queue=self.warm_queue if keep else None,
             )
         finally:
+            self._running.pop(spec.session_id, None)
             if keep:
                 self._warm[spec.session_id] = _Warm(handle, anyio.current_time())
             else:
@@ -200,7 +252,7 @@ class TurnRunner:
             _, warm = self._warm.popitem()
             await warm.handle.dispose()
 
-    async def _drive(self, handle: AgentHandle, turn: TurnInput, fed: set[str], stop: _Stop) -> None:
+    async def _drive(self, handle: AgentHandle, turn: TurnInput, fed: _Fed, stop: _Stop) -> None:
         """Wait for the agent to go idle while heartbeating, polling and listening for a cancel."""
         agent = handle.agent
         beat = heartbeat_interval(turn.spec.heartbeat_timeout)
@@ -214,7 +266,7 @@ class TurnRunner:
             await agent.when_idle()  # a message the last poll fed just before it stopped
             tg.cancel_scope.cancel()
 
-    async def _take_new(self, agent: Agent, fed: set[str]) -> None:
+    async def _take_new(self, agent: Agent, fed: _Fed) -> None:
         info = activity.info()
         handle = self._client.get_workflow_handle(str(info.workflow_id), run_id=info.workflow_run_id)
         try:
@@ -223,9 +275,7 @@ class TurnRunner:
             logger.warning("session %s: asking the workflow for new messages failed", info.workflow_id)
             return
         for message in pending:
-            if message.id not in fed:
-                _feed(agent, message)
-                fed.add(message.id)
+            fed.feed(agent, message)
 
 
 async def _every(interval: float, action: Callable[[], Awaitable[None] | None], delay: bool = False) -> None:

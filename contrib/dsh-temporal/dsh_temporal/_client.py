@@ -1,30 +1,36 @@
 """``TemporalAgents``: the client of sessions hosted on Temporal, with the verbs of a local agent.
 
 ``create`` starts a session's workflow (``dsh-session/<id>``; a second create of a live id is
-refused), ``get`` finds one. A ``RemoteSession`` sends and steers through Updates (each returns once
-the engine accepted the message; the returned id is the Update's id), cancels through a Signal,
-asks its status through a Query, and tails the session log from the shared store with
-``events()``. Temporal's SDK is asyncio-only, so this client runs on asyncio.
+refused), ``get`` finds one. A ``RemoteSession`` sends, steers and injects through Updates (each
+returns once the engine accepted the message; the returned id is the Update's id), cancels through
+a Signal, asks its status through a Query, and tails the session log with ``events()``: from the
+shared store when the client was given ``persistence=``, else through a worker (the
+``dsh.read_events`` standalone activity, on the worker holding the session's agent when there is
+one). Temporal's SDK is asyncio-only, so this client runs on asyncio.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Mapping, Sequence
+from datetime import timedelta
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
 import anyio
 import anyio.lowlevel
 from temporalio.client import (
+    ActivityFailureError,
     Client,
     WorkflowHandle,
     WorkflowUpdateFailedError,
     WorkflowUpdateRPCTimeoutOrCancelledError,
 )
-from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
-from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.common import RetryPolicy, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import TimeoutError as TemporalTimeoutError
+from temporalio.exceptions import TimeoutType, WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from dsh_core import (
@@ -40,9 +46,19 @@ from dsh_core import (
 )
 
 from ._config import TemporalConfig
+from ._reading import READ_EVENTS
 from ._store_reader import StoreReader
-from ._types import MessageKind, PendingMessage, SessionSpec, SessionStatus, StartInput, workflow_id
-from ._workflow import SessionWorkflow, workflow_task_timeout
+from ._types import (
+    EventBatch,
+    MessageKind,
+    PendingMessage,
+    ReadRequest,
+    SessionSpec,
+    SessionStatus,
+    StartInput,
+    workflow_id,
+)
+from ._workflow import WARM_QUEUE_MEMO, SessionWorkflow, workflow_task_timeout
 
 __all__ = ["RemoteSession", "SessionNotFoundError", "TemporalAgents", "TemporalError"]
 
@@ -50,6 +66,9 @@ _T = TypeVar("_T")
 
 #: how often ``events()`` looks at the store for new events
 TAIL_INTERVAL = 0.1
+
+#: how long one ``dsh.read_events`` waits on the worker for a first new event
+READ_WAIT = 10.0
 
 
 class TemporalError(DshError, RuntimeError):
@@ -71,6 +90,7 @@ class TemporalAgents:
 
     ``persistence`` names the shared store's plugin configuration (for example
     ``{"persistence-jsonl": {"root": "/srv/sessions"}}``); ``events()`` reads the log there.
+    Without it, ``events()`` reads the log through a worker.
     """
 
     def __init__(
@@ -233,6 +253,20 @@ class RemoteSession:
         """
         return await self._message("send", content, source, timeout)
 
+    async def inject(
+        self,
+        content: str | Sequence[Text | Image],
+        source: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109 - as send()
+    ) -> str:
+        """Add model-visible context without starting a turn; returns its id once the engine accepted it.
+
+        While a turn runs it lands at that turn's next step; while idle a worker appends it to the
+        log at once (``context/message``) and it rides with the next turn. ``timeout`` as ``send``.
+        """
+        return await self._message("inject", content, source or {"kind": "context"}, timeout)
+
     async def steer(
         self,
         content: str | Sequence[Text | Image],
@@ -267,26 +301,85 @@ class RemoteSession:
         """End the session's workflow after its running turn (the log stays in the store)."""
         await self._handle.signal(SessionWorkflow.close)
 
-    async def events(self, after_seq: int = -1) -> AsyncIterator[SessionEvent]:
-        """The session's log from the shared store after ``after_seq``, then live ones, until you stop.
+    async def events(self, after_seq: int = -1) -> AsyncGenerator[SessionEvent, None]:
+        """The session's log after ``after_seq``, then live events as they are stored, until you stop.
 
-        A session with no event yet waits for its first one.
+        Only durable events come: from the shared store when the client has ``persistence=``,
+        else through a worker (the one holding the session's agent answers from memory once its
+        log is durable up to there; another one reads the store). A session with no event yet
+        waits for its first one; with no worker running, a store-less client waits for one.
 
-        :raises TemporalError: the client was connected without ``persistence``.
+        :raises TemporalError: a worker could not read the log (the message says why).
         """
         reader = self._agents.reader
-        if reader is None:
-            msg = (
-                "events() reads the session log from the shared store: connect with "
-                "persistence={'persistence-jsonl': {...}} (or the backend the workers use)"
-            )
-            raise TemporalError(msg)
         last = after_seq
         while True:
-            for event in await reader.read_after(self.id, last):
+            if reader is None:
+                batch = [SessionEvent.from_json(raw) for raw in await self._read_through_worker(last)]
+            else:
+                batch = await reader.read_after(self.id, last)
+            for event in batch:
+                if event.seq <= last:
+                    continue
                 last = event.seq
                 yield event
-            await anyio.sleep(TAIL_INTERVAL)
+            if reader is not None:
+                await anyio.sleep(TAIL_INTERVAL)
+
+    async def _read_through_worker(self, after_seq: int) -> list[dict[str, Any]]:
+        """One ``dsh.read_events``: on the warm worker's queue if the memo names one, else the shared queue."""
+        config = self._agents.config
+        try:
+            description = await self._handle.describe()
+        except RPCError as exc:
+            msg = f"no session {self.id!r} on Temporal (workflow {workflow_id(self.id)!r}): {exc.message}"
+            raise SessionNotFoundError(msg) from exc
+        warm = (await description.memo()).get(WARM_QUEUE_MEMO)
+        request = ReadRequest(self.id, after_seq, READ_WAIT)
+        if isinstance(warm, str):
+            try:
+                return await self._read_on(request, warm, within=min(2.0, config.heartbeat_timeout))
+            except _NotStarted:
+                pass  # the warm worker is gone: any worker reads the store
+        return await self._read_on(request, config.task_queue, within=None)
+
+    async def _read_on(self, request: ReadRequest, queue: str, *, within: float | None) -> list[dict[str, Any]]:
+        config = self._agents.config
+        handle = await self._agents.client.start_activity(
+            READ_EVENTS,
+            request,
+            id=f"dsh-events/{self.id}/{uuid.uuid4().hex}",
+            task_queue=queue,
+            result_type=EventBatch,
+            schedule_to_start_timeout=None if within is None else timedelta(seconds=within),
+            start_to_close_timeout=timedelta(seconds=request.wait + 30),
+            heartbeat_timeout=timedelta(seconds=config.heartbeat_timeout),
+            retry_policy=RetryPolicy(
+                initial_interval=timedelta(seconds=0.5),
+                maximum_interval=timedelta(seconds=5),
+                non_retryable_error_types=["ConfigError", "EventTooLarge", "SessionCorruptError"],
+            ),
+        )
+        answered = False
+        try:
+            batch: EventBatch = await handle.result()
+            answered = True
+        except ActivityFailureError as exc:
+            answered = True
+            cause = exc.cause
+            if isinstance(cause, TemporalTimeoutError) and cause.type == TimeoutType.SCHEDULE_TO_START:
+                raise _NotStarted from exc
+            text = getattr(cause, "message", None) or str(cause or exc)
+            msg = f"session {self.id!r}: a worker could not read its log: {text}"
+            raise TemporalError(msg) from exc
+        finally:
+            if not answered:  # the caller stopped reading: do not leave the read waiting on a worker
+                with anyio.move_on_after(5, shield=True):
+                    try:
+                        await handle.cancel()
+                    except RPCError:  # it ended meanwhile, or the engine is gone: nothing waits
+                        pass
+        return batch.events
 
     # ------------------------------------------------------------------ plumbing
 
@@ -299,7 +392,7 @@ class RemoteSession:
     ) -> str:
         message = PendingMessage("", kind, _content_json(content, source), None if source is None else dict(source))
         ident = uuid.uuid4().hex
-        result = await self._update("send", message, ident, timeout)
+        result = await self._update("inject" if kind == "inject" else "send", message, ident, timeout)
         return str(result)
 
     async def _update(
@@ -331,6 +424,10 @@ class RemoteSession:
         raise TimeoutError(msg)
 
 
+class _NotStarted(Exception):
+    """A read sent to the warm worker's queue was not taken in time (that worker is gone)."""
+
+
 async def _cancellable(update: Awaitable[_T]) -> _T:
     """Await an update call; a cancel stays a cancel.
 
@@ -340,6 +437,8 @@ async def _cancellable(update: Awaitable[_T]) -> _T:
     """
     try:
         return await update
-    except WorkflowUpdateRPCTimeoutOrCancelledError:
+    except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
         await anyio.lowlevel.checkpoint()
+        if isinstance(exc.__cause__, asyncio.CancelledError):  # a plain asyncio cancel (Ctrl-C's SIGINT)
+            raise exc.__cause__ from None
         raise

@@ -7,13 +7,17 @@ The log is the single source of truth: the outcome of a message sent through the
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+import json
+from collections import Counter
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from dsh_core import SessionEvent
 from dsh_core.session_log import (
     AssistantMessageEvent,
+    ContextMessageEvent,
     InboxClearedEvent,
+    InboxQueuedEvent,
     PromptBlockedEvent,
     SteeringMessageEvent,
     TurnEndEvent,
@@ -21,13 +25,17 @@ from dsh_core.session_log import (
     UserMessageEvent,
 )
 
-__all__ = ["interrupted_turn", "outcomes_of", "turns_started"]
+__all__ = ["inject_key", "injects_after", "interrupted_turn", "outcomes_of", "turns_started"]
 
 _TURN_START = TurnStartEvent.type
 _TURN_END = TurnEndEvent.type
 _ASSISTANT = AssistantMessageEvent.type
 _CONSUMERS = frozenset({UserMessageEvent.type, SteeringMessageEvent.type, PromptBlockedEvent.type})
 _CLEARED = InboxClearedEvent.type
+_QUEUED = InboxQueuedEvent.type
+_CONTEXT = ContextMessageEvent.type
+#: the source ``agent.inject`` gives a message that names none
+_INJECT_SOURCE: Mapping[str, Any] = {"kind": "context"}
 #: turn/end reasons that mean the turn's worker went away rather than the turn finishing
 _LOST = frozenset({"interrupted", "disposed"})
 
@@ -77,3 +85,27 @@ def interrupted_turn(events: Sequence[SessionEvent]) -> int | None:
         if event.type == _TURN_START:
             return None
     return None
+
+
+def inject_key(content: Sequence[Mapping[str, Any]], source: Mapping[str, Any] | None) -> str:
+    """What tells one injected message from another in the log: its content and source."""
+    return json.dumps([list(content), dict(source or _INJECT_SOURCE)], sort_keys=True, separators=(",", ":"))
+
+
+def injects_after(events: Sequence[SessionEvent], after_seq: int) -> Counter[str]:
+    """The injects logged after ``after_seq``, counted by ``inject_key``.
+
+    An inject made while a turn runs is logged ``inbox/queued`` (kind ``inject``) and later
+    ``context/message`` with its ``queued_id``; one made while idle only ``context/message``.
+    Each is counted once.
+    """
+    found: Counter[str] = Counter()
+    for event in events[after_seq + 1 :]:
+        if event.type == _QUEUED and event.data.get("kind") == "inject":
+            message = event.to_json()["data"]["message"]
+        elif event.type == _CONTEXT and event.data.get("queued_id") is None:
+            message = event.to_json()["data"]["message"]
+        else:
+            continue
+        found[inject_key(message["content"], message.get("source"))] += 1
+    return found

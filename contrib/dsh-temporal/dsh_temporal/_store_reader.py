@@ -14,6 +14,8 @@ from importlib_metadata import entry_points
 
 from dsh_core import ConfigError, Context, Harness, SessionEvent
 
+from ._reading import stored_events
+
 __all__ = ["StoreReader"]
 
 
@@ -51,5 +53,6 @@ class StoreReader:
         store = self._ctx.get_service("session_persistence")
         if not await store.exists(session_id):
             return []
-        loaded = await store.read(session_id)
-        return [event for event in loaded.events if event.seq > after_seq]
+        # An open turn's repair events are computed by the read, not stored: the turn may still
+        # be running on a worker, whose real events take those seqs.
+        return list(stored_events(await store.read(session_id))[after_seq + 1 :])

@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 __all__ = [
+    "EventBatch",
     "MessageKind",
     "PendingMessage",
+    "ReadRequest",
     "SessionSpec",
     "SessionState",
     "SessionStatus",
@@ -22,7 +24,7 @@ __all__ = [
     "workflow_id",
 ]
 
-MessageKind: TypeAlias = Literal["send", "steer"]
+MessageKind: TypeAlias = Literal["send", "steer", "inject"]
 
 #: the prefix of every session's workflow id: ``dsh-session/<session id>``
 WORKFLOW_ID_PREFIX = "dsh-session/"
@@ -35,7 +37,7 @@ def workflow_id(session_id: str) -> str:
 
 @dataclass(frozen=True)
 class PendingMessage:
-    """A send or steer the engine accepted and the session log does not have yet.
+    """A send, steer or inject the engine accepted and the session log does not have yet.
 
     ``id`` is the Update's id; the turn activity logs the message under it (``inbox/queued``), so
     a retried activity never queues it twice.
@@ -98,6 +100,9 @@ class TurnInput:
     #: the ids whose outcome a ``run`` update waits for (only those carry the final message back)
     awaited: list[str] = field(default_factory=list)
     cwd: str | None = None
+    #: the last seq the workflow knew of when it scheduled the turn: a retried attempt looks for
+    #: what the lost attempt logged after it
+    after_seq: int = -1
 
 
 @dataclass(frozen=True)
@@ -126,3 +131,26 @@ class SessionStatus:
     last_seq: int
     turns_run: int
     closed: bool
+    #: the task queue of the worker holding the session's agent (running or warm); None: none does
+    warm_queue: str | None = None
+
+
+@dataclass(frozen=True)
+class ReadRequest:
+    """A ``dsh.read_events`` activity's input: events after ``after_seq``, waiting up to ``wait`` s."""
+
+    session_id: str
+    after_seq: int
+    #: seconds to wait for a first new event before answering with none
+    wait: float
+    #: at most this many events in one answer
+    limit: int = 1000
+
+
+@dataclass(frozen=True)
+class EventBatch:
+    """What ``dsh.read_events`` answers: durable events as JSON (``SessionEvent.to_json()``), in order."""
+
+    events: list[dict[str, Any]]
+    #: whether the events came from the agent live on that worker (else: from the shared store)
+    live: bool = False

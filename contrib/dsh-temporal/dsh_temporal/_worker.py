@@ -24,6 +24,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from ._activity import TurnRunner
 from ._config import TemporalConfig
+from ._reading import EventReader
 from ._workflow import SessionWorkflow
 
 if TYPE_CHECKING:
@@ -83,6 +84,8 @@ async def serve(
     settings = worker_settings(config)
     warm_queue = f"{config.task_queue}/warm/{uuid.uuid4().hex}"
     runner = TurnRunner(ctx, client, warm_queue=warm_queue)
+    reader = EventReader(ctx, runner.live_session)
+    unlisten = ctx.register_plugin(reader.listener)
     options: dict[str, Any] = {
         "identity": identity,
         "max_heartbeat_throttle_interval": settings.max_heartbeat_throttle_interval,
@@ -93,13 +96,13 @@ async def serve(
         client,
         task_queue=config.task_queue,
         workflows=[SessionWorkflow],
-        activities=[runner.run_turn],
+        activities=[runner.run_turn, reader.read_events],
         workflow_runner=_sandbox(),
         sticky_queue_schedule_to_start_timeout=settings.sticky_queue_schedule_to_start_timeout,
         **options,
     )
     # This worker's own queue: the next turn of a session whose agent it keeps warm comes here.
-    own = Worker(client, task_queue=warm_queue, activities=[runner.run_turn], **options)
+    own = Worker(client, task_queue=warm_queue, activities=[runner.run_turn, reader.read_events], **options)
     try:
         async with shared, own, anyio.create_task_group() as tg:
             tg.start_soon(runner.evict_idle)
@@ -112,3 +115,6 @@ async def serve(
     finally:
         with anyio.CancelScope(shield=True):
             await runner.close()
+            undone = unlisten()
+            if undone is not None:
+                await undone

@@ -32,10 +32,14 @@ with workflow.unsafe.imports_passed_through():
         TurnSummary,
     )
 
-__all__ = ["RUN_TURN", "SessionWorkflow", "check_message", "turn_retry_policy", "workflow_task_timeout"]
+__all__ = ["RUN_TURN", "WARM_QUEUE_MEMO", "SessionWorkflow", "check_message", "turn_retry_policy", "workflow_task_timeout"]
 
 #: the turn activity's name (registered by every worker)
 RUN_TURN = "dsh.run_turn"
+
+#: the memo key naming the task queue of the worker that holds the session's agent (no worker is
+#: needed to read a memo: ``events()`` of a store-less client reads it with ``describe()``)
+WARM_QUEUE_MEMO = "dsh.warm_queue"
 
 #: continue as new past this many history events (Temporal caps a run at 51,200)
 HISTORY_LIMIT = 2_000
@@ -77,8 +81,8 @@ def check_message(message: PendingMessage) -> None:
 
     :raises ValueError: naming the problem (a bad kind, bad blocks, a bad source).
     """
-    if message.kind not in ("send", "steer"):
-        msg = f"message kind must be 'send' or 'steer', got {message.kind!r}"
+    if message.kind not in ("send", "steer", "inject"):
+        msg = f"message kind must be 'send', 'steer' or 'inject', got {message.kind!r}"
         raise ValueError(msg)
     data: dict[str, Any] = {"role": "user", "id": message.id or "check", "content": message.content}
     if message.source is not None:
@@ -99,6 +103,8 @@ class SessionWorkflow:
         self._turn: workflow.ActivityHandle[TurnSummary] | None = None
         #: ids whose ``run`` update waits for an outcome
         self._awaited: set[str] = set()
+        #: the warm queue the memo names (the start's memo: the state's, see ``continue_as_new``)
+        self._memo_queue: str | None = self._state.warm_queue
 
     # ------------------------------------------------------------------ the run loop
 
@@ -113,7 +119,11 @@ class SessionWorkflow:
             if not state.pending:  # history is long and nothing is waiting: start afresh
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 if not state.pending and not self._closing:
-                    workflow.continue_as_new(StartInput(self._spec, state), task_timeout=workflow.info().task_timeout)
+                    workflow.continue_as_new(
+                        StartInput(self._spec, state),
+                        task_timeout=workflow.info().task_timeout,
+                        memo={} if state.warm_queue is None else {WARM_QUEUE_MEMO: state.warm_queue},
+                    )
                 continue
             await self._run_turn()
 
@@ -128,7 +138,7 @@ class SessionWorkflow:
         self._running = True
         self._turn = workflow.start_activity(
             RUN_TURN,
-            TurnInput(self._spec, batch, sorted(self._awaited), state.cwd),
+            TurnInput(self._spec, batch, sorted(self._awaited), state.cwd, state.last_seq),
             result_type=TurnSummary,
             task_queue=warm,  # None: the workflow's own (shared) task queue
             # On the warm worker's queue: if it does not take the turn at once, it is gone.
@@ -156,8 +166,16 @@ class SessionWorkflow:
         state.warm_queue = None
         if summary is not None:
             self._absorb(summary)
-        elif fall_back and state.pending and not self._closing:
+        self._publish_warm_queue()
+        if summary is None and fall_back and state.pending and not self._closing:
             await self._run_turn()
+
+    def _publish_warm_queue(self) -> None:
+        """Name the warm worker's queue in the memo, when it changed (one history event, no round trip)."""
+        queue = self._state.warm_queue
+        if queue != self._memo_queue:
+            self._memo_queue = queue
+            workflow.upsert_memo({WARM_QUEUE_MEMO: queue})
 
     def _drop_failed(self, batch: list[PendingMessage], error: ActivityError) -> None:
         ids = {message.id for message in batch}
@@ -219,6 +237,19 @@ class SessionWorkflow:
     @send.validator
     def _validate_send(self, message: PendingMessage) -> None:
         self._validate(message)
+        if message.kind == "inject":
+            msg = "an inject goes through the 'inject' update, not 'send'"
+            raise ValueError(msg)
+
+    @workflow.update(name="inject")
+    def inject(self, message: PendingMessage) -> str:
+        """Add model-visible context: at the running turn's next step, or (idle) to the log at once
+        without starting a turn; returns its id (the Update's id)."""
+        return self._accept(PendingMessage(message.id, "inject", message.content, message.source))
+
+    @inject.validator
+    def _validate_inject(self, message: PendingMessage) -> None:
+        self._validate(PendingMessage(message.id, "inject", message.content, message.source))
 
     @workflow.update(name="run")
     async def run_message(self, message: PendingMessage) -> dict[str, Any]:
@@ -276,7 +307,13 @@ class SessionWorkflow:
     def status(self) -> SessionStatus:
         state = self._state
         return SessionStatus(
-            self._spec.session_id, self._running, len(state.pending), state.last_seq, state.turns_run, self._closing
+            self._spec.session_id,
+            self._running,
+            len(state.pending),
+            state.last_seq,
+            state.turns_run,
+            self._closing,
+            state.warm_queue,
         )
 
     @workflow.query(name="pending")

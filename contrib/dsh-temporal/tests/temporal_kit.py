@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -149,12 +150,13 @@ class Cluster:
                 with anyio.move_on_after(10, shield=True):
                     await process.wait()
 
-    def agents(self) -> TemporalAgents:
+    def agents(self, *, store: bool = True) -> TemporalAgents:
+        """A client; ``store=False``: without store access (``events()`` then reads through a worker)."""
         return TemporalAgents.connect(
             address=self.address,
             task_queue=self.task_queue,
             heartbeat_timeout=HEARTBEAT,
-            persistence=self.store,
+            persistence=self.store if store else None,
         )
 
 
@@ -169,6 +171,11 @@ async def log_until(agents: TemporalAgents, session_id: str, done: Any, within: 
                 if done(event):
                     return events
     return events
+
+
+def stored_log(cluster: Cluster, session_id: str) -> list[dict[str, Any]]:
+    """The session's log as the store has it, each event as JSON (read without a lock)."""
+    return [json.loads(line) for line in (cluster.root / session_id / "session.jsonl").read_text().splitlines()[1:]]
 
 
 def of(events: list[SessionEvent], kind: str) -> list[SessionEvent]:

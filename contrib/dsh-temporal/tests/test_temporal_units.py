@@ -3,6 +3,7 @@ binary, and (with an in-process worker) the Update validator and continue-as-new
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -12,14 +13,16 @@ import dsh_temporal
 import pytest
 from dsh_persistence_jsonl import PersistencePlugin
 from dsh_temporal import TemporalConfig, TemporalPlugin, serve, worker_settings
+from dsh_temporal import _reading as reading
 from dsh_temporal import _workflow as workflow_module
-from dsh_temporal._types import PendingMessage
+from dsh_temporal._types import PendingMessage, ReadRequest
 from dsh_temporal._workflow import check_message
 from dsh_temporal.testing import dev_server_path
 from dsh_temporal_testkit import KitPlugin
 from temporalio.client import WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
 
-from dsh_core import Harness
+from dsh_core import Harness, SessionEvent
 
 from .temporal_kit import HEARTBEAT, MODEL, Cluster
 
@@ -155,3 +158,35 @@ async def test_a_turn_that_fails_for_good_is_reported_not_retried_forever(cluste
     assert outcome.kind == "error"
     assert "session store" in outcome.reason["failure"]["message"]
     assert (status.pending, status.running) == (0, False)
+
+
+def _events(count: int, text: str = "x") -> list[SessionEvent]:
+    return [SessionEvent("test/big", seq, 1.0, {"text": text}) for seq in range(count)]
+
+
+def test_a_read_answers_at_most_its_limit_and_about_the_byte_budget() -> None:
+    """A batch stops at ``limit`` events, and once ``MAX_BATCH_BYTES`` of JSON are in it."""
+    request = ReadRequest("s", -1, 0.0, limit=5)
+    assert [e["seq"] for e in reading._batch(_events(9), request)] == [0, 1, 2, 3, 4]
+    big = _events(20, "y" * (reading.MAX_BATCH_BYTES // 8))
+    batch = reading._batch(big, ReadRequest("s", -1, 0.0))
+    assert 1 < len(batch) < 20
+    assert sum(len(json.dumps(e, separators=(",", ":"))) for e in batch) <= reading.MAX_BATCH_BYTES
+
+
+def test_an_event_too_large_for_the_engine_is_refused_naming_it() -> None:
+    """An event past the engine's payload limit fails the read for good, saying how to read it instead."""
+    huge = _events(1, "z" * (reading.MAX_EVENT_BYTES + 1))
+    with pytest.raises(ApplicationError, match=r"event 0 \(test/big\).*persistence=") as caught:
+        reading._batch(huge, ReadRequest("s", -1, 0.0))
+    assert caught.value.non_retryable
+    before = [*_events(1), SessionEvent("test/big", 1, 1.0, {"text": "z" * (reading.MAX_EVENT_BYTES + 1)})]
+    assert [e["seq"] for e in reading._batch(before, ReadRequest("s", -1, 0.0))] == [0]  # the rest first
+
+
+def test_stored_events_leave_out_the_repair_of_an_open_turn() -> None:
+    class Loaded:
+        events = tuple(_events(5))
+        repaired = tuple(_events(5)[3:])
+
+    assert [e.seq for e in reading.stored_events(Loaded())] == [0, 1, 2]

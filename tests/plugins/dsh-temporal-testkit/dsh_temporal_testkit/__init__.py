@@ -12,7 +12,8 @@ It prints ``SESSION-START <id> <startup|resume>`` whenever the worker opens a se
 
 Tools: ``hold`` makes the log durable, prints ``HOLDING <session id>`` on stdout and waits until
 cancelled (a test kills or cancels the worker then); ``wait_for_steer`` prints ``WAITING <session
-id>`` and returns once steering was queued; ``echo`` returns its text.
+id>`` and returns once steering was queued; ``wait_for_inject`` prints ``WAITING-INJECT <session
+id>`` and returns once an inject was queued; ``echo`` returns its text.
 """
 
 from __future__ import annotations
@@ -101,6 +102,8 @@ class KitPlugin:
     def __init__(self) -> None:
         #: per session: set once steering for it was queued
         self._steered: dict[str, anyio.Event] = {}
+        #: per session: set once an inject for it was queued
+        self._injected: dict[str, anyio.Event] = {}
         self._announce = False
 
     def _steered_event(self, session_id: str) -> anyio.Event:
@@ -110,6 +113,8 @@ class KitPlugin:
     def dsh_session_event(self, session: Any, event: SessionEvent) -> None:
         if event.type == "inbox/queued" and event.data["kind"] == "steer":
             self._steered_event(session.id).set()
+        if event.type == "inbox/queued" and event.data["kind"] == "inject":
+            self._injected.setdefault(session.id, anyio.Event()).set()
 
     @hookimpl
     def dsh_agent_session_start(self, agent: Any, source: str) -> None:
@@ -133,3 +138,12 @@ class KitPlugin:
             return "steered"
 
         ctx.tools.register(wait_for_steer)
+
+        @tool
+        async def wait_for_inject(execution: ToolExecution) -> str:
+            """Print ``WAITING-INJECT <session id>`` and return once an inject for this session was queued."""
+            print(f"WAITING-INJECT {execution.agent_id}", flush=True)
+            await self._injected.setdefault(execution.agent_id, anyio.Event()).wait()
+            return "injected"
+
+        ctx.tools.register(wait_for_inject)
