@@ -35,6 +35,7 @@ from dsh_core.vocabulary import (
 
 from ._agent import Agent
 from ._interrupt import Aborted, check, interruptible
+from ._machine import AgentState
 from ._step import ModelFailed, log_step_items, run_step
 from ._turn_end import TurnEnd, strongest
 
@@ -47,34 +48,39 @@ FLUSH_TIMEOUT = 30.0
 
 
 async def drive(agent: Agent) -> None:
-    """Run ``agent`` until its teardown asks the driver to stop."""
+    """Run ``agent`` until its teardown asks the driver to stop.
+
+    Each pass reads the state and does what it asks; every state change goes through the
+    agent's machine (``_machine.py``), whose table says which ones are legal.
+    """
+    machine = agent.machine
     events = agent.ctx.events
     while True:
-        # Reset once per iteration, so a cancel governs exactly one turn. A cancel that came
-        # after the idle wait has already cleared the inbox, so the turn it meant is not run.
-        agent.cancel_marker = False
-        if not (agent.wake_requested and agent.inbox.queued) or agent.stopping:
-            agent.wake_requested = False
-            if agent.flush_wanted:
-                agent.flush_wanted = False
-                await _flush(agent)
-            if agent.status_value == "running":
-                agent.status_value = "idle"
+        state = machine.state
+        if state is AgentState.IDLE:
+            await machine.wait_for_work()
+        elif state is AgentState.RUNNING:  # a turn just ended (or the running flip was cancelled)
+            if machine.inbox.queued:
+                await run_turn(agent, machine.begin_turn())
+            else:
+                machine.end_of_work()
                 await events.notify("agent/status", agent=agent, status="idle")
-                continue  # a listener may have sent something
-            if agent.stopping:
-                return
-            if not (agent.wake_requested or agent.flush_wanted):
-                agent.settled.set()
-                agent.wake_event = anyio.Event()
-                await agent.wake_event.wait()
-            continue
-        if agent.status_value != "running":
-            agent.status_value = "running"
-            await events.notify("agent/status", agent=agent, status="running")
-            if agent.cancel_marker or agent.stopping:  # after the running flip
-                continue
-        await run_turn(agent)
+                machine.settle()  # a listener may have sent something: then the driver goes on
+        elif state is AgentState.WOKEN:
+            if machine.inbox.queued:
+                signal = machine.begin_turn()
+                await events.notify("agent/status", agent=agent, status="running")
+                if not signal.cancelled:  # a cancel during the running flip drops the turn
+                    await run_turn(agent, signal)
+            else:  # an idle injection to make durable (or a cancel took the prompts)
+                machine.idle_work()
+                await _flush(agent)
+                machine.settle()
+        elif state is AgentState.DRAINING:
+            await _flush(agent)
+            machine.drained()
+        else:  # STOPPING, or DISPOSED after a teardown that stopped waiting for this driver
+            return
 
 
 async def _flush(agent: Agent) -> None:
@@ -92,7 +98,9 @@ async def _flush(agent: Agent) -> None:
         logger.error("agent %r: flushing session took over %ss; moved on", agent.id, FLUSH_TIMEOUT)
         failure = TimeoutError(f"flushing session {agent.id!r} took over {FLUSH_TIMEOUT}s")
     if failure is not None:
-        await agent.ctx.events.notify("agent/error", agent=agent, turn=agent.last_turn, step=0, error=failure)
+        await agent.ctx.events.notify(
+            "agent/error", agent=agent, turn=agent.session.last_turn, step=0, error=failure
+        )
 
 
 @attrs.define
@@ -109,20 +117,20 @@ class _TurnState:
     terminal: bool = False
 
 
-async def run_turn(agent: Agent) -> None:
-    """One turn, error-contained: whatever happens, a started turn gets its ``turn/end``."""
+async def run_turn(agent: Agent, signal: CancelSignal) -> None:
+    """One turn, error-contained: whatever happens, a started turn gets its ``turn/end``.
+
+    The turn number is the session's (``session.last_turn``, kept from the log's ``turn/start``
+    events), so numbering continues across resumes without a counter of the loop's own.
+    """
     session = agent.session
-    turn = agent.last_turn + 1
-    signal = CancelSignal()
-    agent.turn_signal = signal
+    turn = session.last_turn + 1
     try:
         session.append(TurnStartEvent(turn=turn))
     except Exception as exc:  # noqa: BLE001 - a vetoed turn/start: no turn, the prompts are dropped
-        agent.turn_signal = None
-        await agent.ctx.events.notify("agent/error", agent=agent, turn=agent.last_turn, step=0, error=exc)
+        await agent.ctx.events.notify("agent/error", agent=agent, turn=session.last_turn, step=0, error=exc)
         _drop_queued(agent, exc)
         return
-    agent.last_turn = turn
     state = _TurnState(turn, signal)
     try:
         state.end = await _turn_body(agent, state)
@@ -137,25 +145,25 @@ async def run_turn(agent: Agent) -> None:
         raise
     if signal.reason is not None:
         state.end = strongest(state.end, TurnEnd("disposed" if signal.reason == "disposed" else "aborted"))
-    if agent.stopping:  # a cancel that disposal followed still ends `disposed` (it outranks aborted)
+    machine = agent.machine
+    if machine.state is AgentState.STOPPING:  # a cancel that disposal followed still ends `disposed`
         state.end = strongest(state.end, TurnEnd("disposed"))
     _close_turn(agent, state, state.end or TurnEnd("completed"))
     await _flush(agent)
-    agent.turn_signal = None
+    inbox = machine.inbox
     if state.terminal:
-        discarded = [item.id for item in agent.inbox.drop_steering() if item.durable]
+        discarded = [item.id for item in inbox.drop_steering() if item.durable]
         if discarded:
             session.append(InboxClearedEvent(ids=discarded))
-    elif agent.inbox.requeue_steering():
-        agent.wake_requested = True  # leftover steering runs as the next turn
+    else:
+        inbox.requeue_steering()  # leftover steering is queued: it runs as the next turn
     outcome = TurnOutcome((state.end or TurnEnd("completed")).to_json(), state.last_message)
-    agent.resolve_waiters(state.consumed, outcome)
+    machine.resolve(state.consumed, outcome)
 
 
 def _drop_queued(agent: Agent, exc: Exception) -> None:
     """``turn/start`` was refused: the prompts it was for are cleared, and their ``run()`` returns."""
-    agent.wake_requested = False
-    items = agent.inbox.take_queued()
+    items = agent.machine.inbox.take_queued()
     if not items:
         return
     ids = [item.id for item in items]
@@ -164,7 +172,7 @@ def _drop_queued(agent: Agent, exc: Exception) -> None:
     except Exception:
         logger.exception("agent %r: could not record the dropped prompts", agent.id)
     failure = Failure(message=f"the turn could not start: {type(exc).__name__}: {exc}", code="UNKNOWN")
-    agent.resolve_waiters(ids, TurnOutcome(TurnEnd("error", failure=failure).to_json(), None))
+    agent.machine.resolve(ids, TurnOutcome(TurnEnd("error", failure=failure).to_json(), None))
 
 
 def _close_turn(agent: Agent, state: _TurnState, end: TurnEnd) -> None:
@@ -180,8 +188,7 @@ async def _turn_body(agent: Agent, state: _TurnState) -> TurnEnd:
     events = agent.ctx.events
     session = agent.session
     signal = state.signal
-    items = agent.inbox.take_queued()
-    agent.wake_requested = False  # taken: only a send from now on asks for another turn
+    items = agent.machine.inbox.take_queued()  # taken: only a send from now on asks for another turn
     state.consumed = [item.id for item in items]
     state.unlogged = list(state.consumed)
     admitted = 0
@@ -210,9 +217,7 @@ async def _turn_body(agent: Agent, state: _TurnState) -> TurnEnd:
         return TurnEnd("rejected")
     end: TurnEnd | None = None
     while True:
-        if agent.cancel_marker:  # before each step
-            raise Aborted("cancelled")
-        check(signal)
+        check(signal)  # before each step
         state.step += 1
         outcome = await run_step(agent, state.turn, state.step, signal)
         state.last_message = outcome.message
@@ -232,6 +237,10 @@ async def _turn_body(agent: Agent, state: _TurnState) -> TurnEnd:
             return strongest(end, TurnEnd("completed"))
 
 
+_CONTINUE = ContinuationDecision(action="continue")
+_STOP = ContinuationDecision(action="stop")
+
+
 def _failure_of(exc: BaseException) -> Failure:
     return Failure(message=f"{type(exc).__name__}: {exc}", code="UNKNOWN")
 
@@ -242,7 +251,7 @@ async def _continuation(
 ) -> tuple[ContinuationDecision, object, bool]:
     """The ordinary decision, the steering it leaves pending, and the terminal stop (if any)."""
     events = agent.ctx.events
-    default = ContinuationDecision(action="continue" if ran_tools else "stop")
+    default = _CONTINUE if ran_tools else _STOP
     decision = await events.waterfall(
         "agent/turn-continuation", default, agent=agent, turn=state.turn, step=state.step
     )
@@ -250,9 +259,8 @@ async def _continuation(
         reason = UserMessage(content=decision.reason, source={"kind": "continuation"})
         agent.session.append(SteeringMessageEvent(message=reason))
         steered = True
-    pending = steered or agent.inbox.has_steering
-    if agent.cancel_marker:  # at the continuation gate
-        raise Aborted("cancelled")
+    pending = steered or agent.machine.inbox.has_steering
+    check(state.signal)  # at the continuation gate
     stop = await events.serial(
         "agent/turn-stop", agent=agent, decision=decision, turn=state.turn, step=state.step
     )

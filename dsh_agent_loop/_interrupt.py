@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from types import TracebackType
 
 import anyio
 
@@ -23,19 +23,33 @@ class Aborted(Exception):
         self.message = message
 
 
-@contextmanager
-def interruptible(signal: CancelSignal) -> Iterator[anyio.CancelScope]:
+class interruptible:
     """A scope that the turn's signal cancels. Code after it calls ``check(signal)``.
 
     Only the cancellation this scope caught is absorbed; a cancellation from outside (the
-    harness shutting down) propagates as usual.
+    harness shutting down) propagates as usual. A class rather than a ``@contextmanager``
+    generator: it runs once or twice per step, and the generator protocol costs more than the
+    scope itself.
     """
-    with anyio.CancelScope() as scope:
-        remove = signal.on_cancel(scope.cancel)
-        try:
-            yield scope
-        finally:
-            remove()
+
+    __slots__ = ("_remove", "_scope", "_signal")
+
+    def __init__(self, signal: CancelSignal) -> None:
+        self._signal = signal
+        self._scope = anyio.CancelScope()
+        self._remove: Callable[[], None] | None = None
+
+    def __enter__(self) -> anyio.CancelScope:
+        scope = self._scope.__enter__()
+        self._remove = self._signal.on_cancel(scope.cancel)
+        return scope
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool:
+        if self._remove is not None:
+            self._remove()
+        return bool(self._scope.__exit__(exc_type, exc, tb))
 
 
 def check(signal: CancelSignal, message: AssistantMessage | None = None) -> None:

@@ -22,7 +22,7 @@ import attrs
 
 from dsh_core.host import Context, Effect
 from dsh_core.services import SessionPersistence
-from dsh_core.session_log import SessionEvent, TurnStartEvent
+from dsh_core.session_log import SessionEvent
 from dsh_core.vocabulary import (
     AgentOptions,
     ConfigError,
@@ -30,12 +30,10 @@ from dsh_core.vocabulary import (
     DuplicateRegistrationError,
     MissingServiceError,
     Setup,
-    TurnOutcome,
 )
 
 from ._agent import Agent
 from ._driver import drive
-from ._inbox import Inbox
 
 __all__ = ["AgentLoop", "AgentLoopConfig", "AgentLoopPlugin", "AgentSpec"]
 
@@ -124,11 +122,15 @@ class _Lifecycle:
         #: agent/created was (being) announced: its agent/disposed is owed
         self.announced = False
         self.owner_effect: Effect | None = None
-        self.driver_done: anyio.Event | None = None
+        #: the driver was started; it is running until ``driver_exited``
+        self.driver_started = False
+        self.driver_exited = False
+        #: made only when teardown has to wait for the driver (an idle agent keeps no Event for it)
+        self._driver_done: anyio.Event | None = None
         self._done: anyio.Event | None = None
 
     def start_driver(self) -> None:
-        done = self.driver_done = anyio.Event()
+        self.driver_started = True
         agent = self.agent
 
         async def run() -> None:
@@ -136,7 +138,9 @@ class _Lifecycle:
             try:
                 await drive(agent)
             finally:
-                done.set()
+                self.driver_exited = True
+                if self._driver_done is not None:
+                    self._driver_done.set()
 
         agent.ctx.start_task(run, name=f"agent-driver:{agent.id}")
 
@@ -152,8 +156,7 @@ class _Lifecycle:
             return
         self._done = done = anyio.Event()
         if _DRIVING.get() == self.agent.id:
-            self.agent.stopping = True
-            self.agent._abort("disposed")
+            self.agent.machine.stop()
             self.loop.ctx.start_task(self._teardown_shielded, done, name=f"agent-teardown:{self.agent.id}")
             return
         await self._teardown_shielded(done)
@@ -168,19 +171,16 @@ class _Lifecycle:
     async def _teardown(self) -> None:
         agent = self.agent
         events = agent.ctx.events
-        agent.stopping = True
-        agent._abort("disposed")
-        agent.wake_event.set()
-        if self.driver_done is not None:
-            agent.status_value = "disposed"
+        agent.machine.stop()  # status `disposed` from here on; the driver ends its turn and exits
+        if self.driver_started:
             await _contained(events.notify("agent/status", agent=agent, status="disposed"))
             with anyio.move_on_after(TEARDOWN_TIMEOUT) as scope:
-                await self.driver_done.wait()
+                if not self.driver_exited:
+                    self._driver_done = self._driver_done or anyio.Event()
+                    await self._driver_done.wait()
             if scope.cancelled_caught:
                 logger.error("agent %r: the driver did not stop within %ss", agent.id, TEARDOWN_TIMEOUT)
-        agent.status_value = "disposed"
-        agent.settled.set()
-        agent.resolve_all_waiters(TurnOutcome({"kind": "disposed"}, None))
+        agent.machine.dispose()  # when_idle() and every run() still waiting return now
         if self.detach_agent is not None:
             self.detach_agent()
             if self.announced:
@@ -271,8 +271,8 @@ class AgentLoop:
             if loaded:  # the session never went live: let another resume (or process) have it
                 persistence.release(resume_session_id)
             raise
-        if run_pending and handle.agent.inbox.queued:
-            handle.agent._wake()
+        if run_pending:
+            handle.agent.run_pending()
         return handle
 
     def _claim(self, ident: str) -> None:
@@ -290,8 +290,6 @@ class AgentLoop:
             ctx=agent_ctx,
             session=session,
             options=options or AgentOptions(),
-            inbox=Inbox.restore(session.events),
-            last_turn=_last_turn(session.events),
         )
         return _Lifecycle(self, agent)
 
@@ -399,14 +397,6 @@ class AgentLoop:
             async with anyio.create_task_group() as tg:
                 for lifecycle in list(self.lifecycles.values()):
                     tg.start_soon(lifecycle.teardown)
-
-
-def _last_turn(events: Sequence[SessionEvent]) -> int:
-    for event in reversed(events):
-        if event.type == TurnStartEvent.type:
-            turn = event.data["turn"]
-            return turn if isinstance(turn, int) else 0
-    return 0
 
 
 class AgentLoopView:

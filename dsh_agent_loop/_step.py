@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import aclosing
 
 import anyio
 import anyio.lowlevel
@@ -35,16 +34,20 @@ class ModelFailed(Exception):
         self.failure = failure
 
 
-@attrs.frozen
 class StepOutcome:
-    message: AssistantMessage
-    ran_tools: bool
-    max_tokens: bool
+    """What a step left for the turn to decide on."""
+
+    __slots__ = ("max_tokens", "message", "ran_tools")
+
+    def __init__(self, message: AssistantMessage, ran_tools: bool, max_tokens: bool) -> None:
+        self.message = message
+        self.ran_tools = ran_tools
+        self.max_tokens = max_tokens
 
 
 def log_step_items(agent: Agent, turn: int, step: int) -> bool:
     """Log the steering and injected context waiting for a step; True if there was steering."""
-    items = agent.inbox.take_step()
+    items = agent.machine.inbox.take_step()
     steered = False
     for item in items:
         queued_id = item.id if item.durable else None
@@ -69,11 +72,18 @@ def _checked_prefix(prefix: object) -> tuple[Message, ...]:
 
 
 def _call_config(agent: Agent) -> LlmCallConfig:
-    """The agent's options as the seed of ``agent/request`` (empty provider/model: none chosen yet)."""
-    provider, _, name = (agent.options.model or "").partition("/")
-    return LlmCallConfig(
-        provider=provider, model=name, max_tokens=agent.options.max_tokens, temperature=agent.options.temperature
-    )
+    """The agent's options as the seed of ``agent/request`` (empty provider/model: none chosen yet).
+
+    Built once per agent: the options are frozen, and so is the config.
+    """
+    config = agent.call_config
+    if config is None:
+        provider, _, name = (agent.options.model or "").partition("/")
+        options = agent.options
+        config = agent.call_config = LlmCallConfig(
+            provider=provider, model=name, max_tokens=options.max_tokens, temperature=options.temperature
+        )
+    return config
 
 
 def _check_route(agent: Agent, config: object) -> LlmCallConfig:
@@ -147,14 +157,18 @@ async def _call_model(
     if agent.prefix is None:
         agent.prefix = _checked_prefix(await events.waterfall("agent/session-prefix", (), agent=agent))
     prefix = agent.prefix
-    await events.serial("agent/pre-step", agent=agent, turn=turn, step=step, prefix=prefix, signal=signal)
+    # Events without listeners are skipped here rather than dispatched: no coroutine, no kwargs
+    # (a step checks three of them; dispatching an event nobody hears costs more than asking).
+    listening = events.has_listeners
+    if listening("agent/pre-step"):
+        await events.serial("agent/pre-step", agent=agent, turn=turn, step=step, prefix=prefix, signal=signal)
     system = prompt.render(assembly)
     boundary = session.derive_messages()
     session.append(StepStartEvent(turn=turn, step=step))
-    config = _check_route(
-        agent,
-        await events.waterfall("agent/request", _call_config(agent), agent=agent, turn=turn, step=step, signal=signal),
-    )
+    config = _call_config(agent)
+    if listening("agent/request"):
+        config = await events.waterfall("agent/request", config, agent=agent, turn=turn, step=step, signal=signal)
+    config = _check_route(agent, config)
     tools = ctx.tools.schemas(agent)
     agent.header.record(session, config, system, tools, prefix)
     request = LlmRequest(
@@ -175,10 +189,13 @@ async def _call_model(
     while True:
         assembler = attempt.assembler = BlockAssembler(provider=config.provider, model=config.model)
         add = assembler.add
-        async with aclosing(llm.stream(request)) as chunks:  # closed at once, even when a listener raises
+        chunks = llm.stream(request)
+        try:
             async for chunk in chunks:
                 append(AssistantChunkEvent(turn=turn, step=step, chunk=chunk))
                 add(chunk)
+        finally:  # closed at once, even when a listener raises (what aclosing does, one await less)
+            await chunks.aclose()
         finish = assembler.finish
         if finish is not None and finish.reason not in ("error", "aborted"):
             break
@@ -208,5 +225,7 @@ async def _call_model(
         if fresh is not boundary:
             boundary = fresh
             request = attrs.evolve(request, messages=boundary if not prefix else (*prefix, *boundary))
-    message = await events.waterfall("agent/step-result", assembler.message(), agent=agent, turn=turn, step=step)
+    message = assembler.message()
+    if listening("agent/step-result"):
+        message = await events.waterfall("agent/step-result", message, agent=agent, turn=turn, step=step)
     return message, finish.reason, assembler.usage
