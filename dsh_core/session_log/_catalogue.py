@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Iterable
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 import attrs
 
@@ -254,12 +254,20 @@ _CHUNK_CLASSES: Final = (TextDelta, ReasoningDelta, ToolCallDelta, Usage, Finish
 _OMIT: Final = json_field(omit_default=True)
 _APPEND: Final = SurfaceOp.append()
 
+
+class _CoreEvent(LogEvent):
+    """The core types: each field's reader checks what its validator does (``TRUSTS_READERS``)."""
+
+    __slots__ = ()
+    _codec_trusts_readers: ClassVar[bool] = True
+
+
 # ---------------------------------------------------------------------- turns and steps
 
 
 @log_event("turn/start", in_turn=True)
 @attrs.frozen(kw_only=True)
-class TurnStartEvent(LogEvent):
+class TurnStartEvent(_CoreEvent):
     """A turn begins. ``turn`` counts from 1 and continues across resumes; turns never overlap."""
 
     turn: int = attrs.field(validator=_number, metadata=_TURN)
@@ -307,7 +315,7 @@ _TURN_END: Final = ObjectCodec(TurnEnd)
 
 @log_event("turn/end", in_turn=True)
 @attrs.frozen(kw_only=True)
-class TurnEndEvent(LogEvent):
+class TurnEndEvent(_CoreEvent):
     """The open turn ends, for ``reason``; every ``turn/start`` gets exactly one (crash repair adds
     ``interrupted`` to a stored turn left open). The loop always writes ``reason``; a log written
     by other means may leave it out."""
@@ -318,7 +326,7 @@ class TurnEndEvent(LogEvent):
 
 @log_event("step/start", in_turn=True)
 @attrs.frozen(kw_only=True)
-class StepStartEvent(LogEvent):
+class StepStartEvent(_CoreEvent):
     """A step of the turn begins (``step`` counts from 1 in every turn), just before its request."""
 
     turn: int = attrs.field(validator=_number, metadata=_TURN)
@@ -332,7 +340,7 @@ InboxKind: TypeAlias = Literal["send", "steer", "inject"]
 
 @log_event("inbox/queued")
 @attrs.frozen(kw_only=True)
-class InboxQueuedEvent(LogEvent):
+class InboxQueuedEvent(_CoreEvent):
     """A ``send``/``steer``/``inject`` was accepted: logged before ``agent/queued`` fires, so no accepted
     prompt is lost to a crash. The event that consumes it carries ``id`` as its ``queued_id``."""
 
@@ -345,7 +353,7 @@ class InboxQueuedEvent(LogEvent):
 
 @log_event("inbox/cleared")
 @attrs.frozen(kw_only=True)
-class InboxClearedEvent(LogEvent):
+class InboxClearedEvent(_CoreEvent):
     """Queued prompts dropped without running (``cancel()``, a refused turn); ``ids`` are their ids."""
 
     ids: tuple[str, ...] = attrs.field(converter=_strs)
@@ -353,7 +361,7 @@ class InboxClearedEvent(LogEvent):
 
 @log_event("user/message", visible=True, consumes=True, in_turn=True)
 @attrs.frozen(kw_only=True)
-class UserMessageEvent(LogEvent):
+class UserMessageEvent(_CoreEvent):
     """A prompt admitted by ``agent/prompt-submit``, at the start of its turn (``queued_id``: its
     ``inbox/queued`` record). Also a compaction summary replacing a span of the surface."""
 
@@ -366,7 +374,7 @@ class UserMessageEvent(LogEvent):
 
 @log_event("prompt/blocked", consumes=True, in_turn=True)
 @attrs.frozen(kw_only=True)
-class PromptBlockedEvent(LogEvent):
+class PromptBlockedEvent(_CoreEvent):
     """A queued prompt that ``agent/prompt-submit`` blocked, with the listener's ``reason``; the
     model never sees it."""
 
@@ -379,7 +387,7 @@ class PromptBlockedEvent(LogEvent):
 
 @log_event("context/message", visible=True, consumes=True)
 @attrs.frozen(kw_only=True)
-class ContextMessageEvent(LogEvent):
+class ContextMessageEvent(_CoreEvent):
     """Model-visible context: ``inject()`` (idle: at once; running: at the next step) and the
     ``additional_context`` of prompt and tool decisions."""
 
@@ -392,7 +400,7 @@ class ContextMessageEvent(LogEvent):
 
 @log_event("steering/message", visible=True, consumes=True, in_turn=True)
 @attrs.frozen(kw_only=True)
-class SteeringMessageEvent(LogEvent):
+class SteeringMessageEvent(_CoreEvent):
     """Steering for the running turn, before its next step: ``steer()``, or the reason of a
     ``continue`` decision of ``agent/turn-continuation`` (source ``continuation``)."""
 
@@ -408,7 +416,7 @@ class SteeringMessageEvent(LogEvent):
 
 @log_event("request/header", in_turn=True)
 @attrs.frozen(kw_only=True)
-class RequestHeaderEvent(LogEvent):
+class RequestHeaderEvent(_CoreEvent):
     """What the first request of an agent instance carries besides history: the call ``config``,
     the rendered ``system`` prompt, the ``tools`` schemas and the session ``prefix`` (always
     written; absent in logs older than the prefix, it reads as none)."""
@@ -423,7 +431,7 @@ class RequestHeaderEvent(LogEvent):
 
 @log_event("request/header-delta", in_turn=True)
 @attrs.frozen(kw_only=True)
-class RequestHeaderDeltaEvent(LogEvent):
+class RequestHeaderDeltaEvent(_CoreEvent):
     """Only the header fields that changed since the last request (a step whose header equals the
     previous one writes nothing)."""
 
@@ -441,7 +449,7 @@ class RequestHeaderDeltaEvent(LogEvent):
 
 @log_event("assistant/chunk", in_turn=True)
 @attrs.frozen(kw_only=True)
-class AssistantChunkEvent(LogEvent):
+class AssistantChunkEvent(_CoreEvent):
     """One chunk of the model's stream, as the adapter produced it (deltas, usage, the finish)."""
 
     turn: int = attrs.field(validator=_number, metadata=_TURN)
@@ -451,7 +459,7 @@ class AssistantChunkEvent(LogEvent):
 
 @log_event("assistant/message", visible=True, in_turn=True)
 @attrs.frozen(kw_only=True)
-class AssistantMessageEvent(LogEvent):
+class AssistantMessageEvent(_CoreEvent):
     """What the model said in one step (after ``agent/step-result``), with its ``usage``.
 
     ``interrupted`` marks the text and reasoning kept from a step cancelled while it streamed (no
@@ -476,7 +484,7 @@ _ERROR_CODES: Final = frozenset(typing.get_args(ToolErrorCode))
 
 @log_event("tool/call", in_turn=True)
 @attrs.frozen(kw_only=True)
-class ToolCallEvent(LogEvent):
+class ToolCallEvent(_CoreEvent):
     """A tool call about to run (``arguments`` is the model's raw JSON text). Every one gets a
     ``tool/result``; a call left without one in a stored log is flagged by crash repair."""
 
@@ -489,7 +497,7 @@ class ToolCallEvent(LogEvent):
 
 @log_event("tool/result", visible=True, in_turn=True)
 @attrs.frozen(kw_only=True)
-class ToolResultEvent(LogEvent):
+class ToolResultEvent(_CoreEvent):
     """The result of a tool call, as the model sees it; ``error_code`` says why it failed (absent on
     success). The loop always writes ``turn`` and ``step``; an event appended by other means may
     leave them out."""

@@ -25,7 +25,16 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, overload
 import attrs
 
 from dsh_core.session_log._catalogue import SURFACE_EVENT_TYPES, TurnEndEvent, TurnStartEvent
-from dsh_core.session_log._event import SessionEvent, SurfaceOp, logged_event
+from dsh_core.session_log._event import (
+    SessionEvent,
+    SurfaceOp,
+    _new_event,
+    _set_payload,
+    _set_seq,
+    _set_time,
+    _set_type,
+    raw_event,
+)
 from dsh_core.session_log._spec import LogEvent, declared_types, is_visible, spec_for
 from dsh_core.vocabulary._content import AssistantMessage, Message, validate_optional_str
 from dsh_core.vocabulary._errors import EventDataError
@@ -367,28 +376,39 @@ class Session:
             )
             raise EventDataError(msg, event_type=_type_name(type))
         log = self._log
-        if type.__class__ is str:
+        cls = type.__class__
+        if cls is not str and isinstance(type, LogEvent):
+            # The hot path: a typed payload, checked when it was built; most are neither
+            # model-visible nor turn boundaries. ``logged_event`` inlined.
+            if data is not None or surface is not None:
+                msg = f"{type.type}: a payload carries its own data and surface; append(payload) takes nothing else"
+                raise TypeError(msg)
+            event = _new_event(SessionEvent)
+            _set_type(event, type.type)
+            _set_seq(event, len(log))
+            _set_time(event, _now())
+            _set_payload(event, type)
+            if cls in _CHECKED or self._validators:
+                self._admit(event, validate=True)
+            else:
+                log.append(event)
+        elif type.__class__ is str:
             if data is None:
                 msg = f"{type}: append(type, data) needs the event's data (a JSON object)"
                 raise TypeError(msg)
             if surface is not None:
                 data = _with_surface(type, data, surface)
-            event = SessionEvent(type, len(log), time.time(), data)
             spec = spec_for(type)
-            if spec is not None or self._validators:
+            if spec is not None:
+                # A declared type: its rules read the data into its payload (once; the event keeps it).
+                event = raw_event(type, len(log), _now(), data)
                 self._admit(event, validate=True)
             else:
-                log.append(event)
-        elif isinstance(type, LogEvent):
-            if data is not None or surface is not None:
-                msg = f"{type.type}: a payload carries its own data and surface; append(payload) takes nothing else"
-                raise TypeError(msg)
-            # The hot path: most events are neither model-visible nor turn boundaries.
-            event = logged_event(len(log), time.time(), type)
-            if type.__class__ in _CHECKED or self._validators:
-                self._admit(event, validate=True)
-            else:
-                log.append(event)
+                event = SessionEvent(type, len(log), _now(), data)
+                if self._validators:
+                    self._admit(event, validate=True)
+                else:
+                    log.append(event)
         else:
             msg = (
                 "session event type must be a str such as 'note/x' (with its data), or a payload of "
@@ -397,11 +417,14 @@ class Session:
             raise TypeError(msg)
         dispatcher = self._dispatcher
         if dispatcher is not None:
-            self._publishing = True
-            try:
-                dispatcher.notify_sync("session/event", session=self, event=event)
-            finally:
-                self._publishing = False
+            # The store's dispatcher is a friend: its cached plan says at once when nobody listens.
+            plan = dispatcher._plans.get(_SESSION_EVENT)
+            if plan is None or plan.impls:
+                self._publishing = True
+                try:
+                    dispatcher.notify_sync(_SESSION_EVENT, session=self, event=event)
+                finally:
+                    self._publishing = False
         return event
 
     def add_validator(self, validator: Validator) -> Callable[[], None]:
@@ -548,6 +571,9 @@ def _turn_of(event: SessionEvent) -> int:
 def _type_name(value: object) -> str:
     return value if isinstance(value, str) else str(getattr(value, "type", type(value).__name__))
 
+
+_now: Final = time.time
+_SESSION_EVENT: Final = "session/event"
 
 #: The payload classes an append checks against the session's state.
 _CHECKED: Final = frozenset(

@@ -175,6 +175,7 @@ class Failure:
     )
 
     _json_codec: ClassVar[ObjectCodec]
+    _codec_trusts_readers: ClassVar[bool] = True
 
     def to_json(self) -> dict[str, Any]:
         return _FAILURE_JSON.encode_plain(self)
@@ -201,6 +202,7 @@ class TextDelta:
     text: str = attrs.field(validator=validate_str)
 
     _json_codec: ClassVar[ObjectCodec]
+    _codec_trusts_readers: ClassVar[bool] = True
 
     def to_json(self) -> dict[str, Any]:
         return _TEXT_DELTA_JSON.encode_plain(self)
@@ -223,6 +225,7 @@ class ReasoningDelta:
     text: str = attrs.field(validator=validate_str)
 
     _json_codec: ClassVar[ObjectCodec]
+    _codec_trusts_readers: ClassVar[bool] = True
 
     def to_json(self) -> dict[str, Any]:
         return _REASONING_DELTA_JSON.encode_plain(self)
@@ -248,6 +251,7 @@ class ToolCallDelta:
     arguments: str = attrs.field(default="", validator=validate_str)
 
     _json_codec: ClassVar[ObjectCodec]
+    _codec_trusts_readers: ClassVar[bool] = True
 
     def to_json(self) -> dict[str, Any]:
         return _TOOL_CALL_DELTA_JSON.encode_plain(self)
@@ -288,6 +292,7 @@ class Usage:
         )
 
     _json_codec: ClassVar[ObjectCodec]
+    _codec_trusts_readers: ClassVar[bool] = True
 
     def to_json(self) -> dict[str, Any]:
         return _USAGE_JSON.encode_plain(self)
@@ -393,6 +398,7 @@ class LlmCallConfig:
     reasoning_effort: str | None = attrs.field(default=None, validator=validate_optional_str)
 
     _json_codec: ClassVar[ObjectCodec]
+    _codec_trusts_readers: ClassVar[bool] = True
 
     def to_json(self) -> dict[str, Any]:
         return _LLM_CALL_CONFIG_JSON.encode_plain(self)
