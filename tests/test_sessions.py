@@ -334,7 +334,7 @@ async def test_append_refuses_bad_types(dsh_ctx: Context) -> None:
     session = await dsh_ctx.sessions.create("s")
     with pytest.raises(TypeError, match="str"):
         session.append(7, {})
-    with pytest.raises(ValueError, match="non-empty"):
+    with pytest.raises(ValueError, match="Length of 'type' must be >= 1"):
         session.append("", {})
     assert len(session.events) == 0
 

@@ -14,7 +14,7 @@ import inspect
 import logging
 import operator
 from collections.abc import Awaitable, Callable, Mapping
-from types import CoroutineType, ModuleType
+from types import CoroutineType, GeneratorType, ModuleType
 from typing import Any, TypeVar
 
 import anyio
@@ -250,7 +250,7 @@ class Dispatcher:
                 continue
             try:
                 result = impl.function(*impl.arguments(kwargs))
-                if impl.is_async or (result is not None and inspect.isawaitable(result)):
+                if impl.is_async or (result is not None and _is_awaitable(result)):
                     await result
             except Exception:
                 if vetoes:
@@ -288,7 +288,7 @@ class Dispatcher:
                 continue
             kwargs[value_arg] = value
             result = impl.function(*impl.arguments(kwargs))
-            if impl.is_async or (result is not None and inspect.isawaitable(result)):
+            if impl.is_async or (result is not None and _is_awaitable(result)):
                 result = await result
             if result is not None:
                 value = result
@@ -305,7 +305,7 @@ class Dispatcher:
             if not impl.registration.alive:
                 continue
             result = impl.function(*impl.arguments(kwargs))
-            if impl.is_async or (result is not None and inspect.isawaitable(result)):
+            if impl.is_async or (result is not None and _is_awaitable(result)):
                 result = await result
             if result is not None:
                 return result
@@ -337,7 +337,7 @@ class Dispatcher:
             def call_next() -> Awaitable[_T]:
                 kwargs["call_next"] = link(index + 1)  # read into args before the next level
                 result = impl.function(*impl.arguments(kwargs))
-                if impl.is_async or type(result) is CoroutineType or inspect.isawaitable(result):
+                if impl.is_async or _is_awaitable(result):
                     return result  # type: ignore[no-any-return]
                 return _ready(result)  # a sync listener that answered without calling on
 
@@ -356,7 +356,7 @@ class Dispatcher:
                 impls.append(impl)
             else:  # a sync listener cannot overlap with anything: run it now, raise at once
                 result = impl.function(*impl.arguments(kwargs))
-                if result is not None and inspect.isawaitable(result):
+                if result is not None and _is_awaitable(result):
                     await result
         if not impls:
             return
@@ -381,9 +381,27 @@ class Dispatcher:
     @staticmethod
     async def _call(impl: _Impl, kwargs: Mapping[str, Any]) -> Any:
         result = impl.function(*impl.arguments(kwargs))
-        if impl.is_async or (result is not None and inspect.isawaitable(result)):
+        if impl.is_async or (result is not None and _is_awaitable(result)):
             result = await result
         return result
+
+
+#: classes whose instances are never awaitable (what sync listeners return: configs, decisions, ...)
+_NOT_AWAITABLE: set[type] = set()
+
+
+def _is_awaitable(value: object) -> bool:
+    """``inspect.isawaitable``, remembering the classes that are not (its ABC check costs on every call)."""
+    cls = value.__class__
+    if cls is CoroutineType:
+        return True
+    if cls in _NOT_AWAITABLE:
+        return False
+    if inspect.isawaitable(value):
+        return True
+    if cls is not GeneratorType and len(_NOT_AWAITABLE) < 512:  # a generator may be a coroutine
+        _NOT_AWAITABLE.add(cls)
+    return False
 
 
 async def _ready(value: _T) -> _T:
@@ -407,7 +425,7 @@ async def check_guards(
     for guard in guards:
         try:
             reason = guard(*args)
-            if inspect.isawaitable(reason):
+            if _is_awaitable(reason):
                 reason = await reason
         except Exception as exc:  # noqa: BLE001 - a raising guard denies (fail closed)
             reasons.append(f"guard {getattr(guard, '__qualname__', guard)!r} failed: {exc!r}")

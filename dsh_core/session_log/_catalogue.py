@@ -86,7 +86,7 @@ __all__ = [
 ]
 
 # ---------------------------------------------------------------------- field checks
-# Plain functions (half the cost of attrs.validators), each naming the class and the field.
+# attrs' validators, except ``_number``.
 
 
 def _where(instance: object, attribute: attrs.Attribute[Any]) -> str:
@@ -94,58 +94,31 @@ def _where(instance: object, attribute: attrs.Attribute[Any]) -> str:
 
 
 def _number(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    """A turn or step number: an int >= 1 (a bool is not one)."""
+    """A turn or step number: an int >= 1 (a bool is not one).
+
+    Hand-written: attrs' ``instance_of(int)`` admits a bool, and ``not_(instance_of(bool))`` raises
+    and catches an exception on every valid value (twice per streamed chunk).
+    """
     if value.__class__ is not int or value < 1:
         got = repr(value) if value.__class__ is int else type(value).__name__
         msg = f"{_where(instance, attribute)} must be an int >= 1, got {got}"
         raise (ValueError if value.__class__ is int else TypeError)(msg)
 
 
-def _optional_number(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None:
-        _number(instance, attribute, value)
-
-
-def _str(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value.__class__ is not str:
-        msg = f"{_where(instance, attribute)} must be a str, got {type(value).__name__}"
-        raise TypeError(msg)
-
-
-def _optional_str(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and value.__class__ is not str:
-        msg = f"{_where(instance, attribute)} must be a str or None, got {type(value).__name__}"
-        raise TypeError(msg)
-
-
-def _bool(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value.__class__ is not bool:
-        msg = f"{_where(instance, attribute)} must be a bool, got {type(value).__name__}"
-        raise TypeError(msg)
+_optional_number: Final = attrs.validators.optional(_number)
+_str: Final = attrs.validators.instance_of(str)
+_optional_str: Final = attrs.validators.optional(_str)
+_bool: Final = attrs.validators.instance_of(bool)
 
 
 def _is(*classes: type, optional: bool = False) -> Any:
-    names = " or ".join(cls.__name__ for cls in classes) + (" or None" if optional else "")
-
-    def check(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-        if value.__class__ not in classes and not (optional and value is None):
-            msg = f"{_where(instance, attribute)} must be a {names}, got {type(value).__name__}"
-            raise TypeError(msg)
-
-    return check
+    check: Any = attrs.validators.instance_of(classes if len(classes) > 1 else classes[0])
+    return attrs.validators.optional(check) if optional else check
 
 
 def _one_of(choices: Iterable[str], *, optional: bool = False) -> Any:
-    allowed = frozenset(choices)
-    listed = ", ".join(sorted(allowed))
-
-    def check(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-        if value in allowed or (optional and value is None):
-            return
-        msg = f"{_where(instance, attribute)} must be one of {listed}{' or None' if optional else ''}; got {value!r}"
-        raise (ValueError if isinstance(value, str) else TypeError)(msg)
-
-    return check
+    check = attrs.validators.in_(tuple(sorted(choices)))  # sorted: the message lists them in order
+    return attrs.validators.optional(check) if optional else check
 
 
 def _strs(value: object) -> tuple[str, ...]:

@@ -41,13 +41,11 @@ __all__ = ["SURFACE_EVENT_TYPES", "SessionEvent", "SurfaceOp", "SurfaceOpKind", 
 # ---------------------------------------------------------------------- events
 
 
-def _validate_type(instance: SessionEvent, attribute: attrs.Attribute[Any], value: object) -> None:
-    if type(value) is not str or not value:
-        msg = f"SessionEvent.type must be a non-empty str such as 'turn/start', got {value!r}"
-        raise (ValueError if isinstance(value, str) else TypeError)(msg)
+_validate_type: Final = attrs.validators.and_(attrs.validators.instance_of(str), attrs.validators.min_len(1))
 
 
 def _validate_seq(instance: SessionEvent, attribute: attrs.Attribute[Any], value: object) -> None:
+    # Hand-written: attrs' instance_of(int) admits a bool.
     if type(value) is not int or value < 0:
         msg = f"SessionEvent.seq must be an int >= 0, got {value!r}"
         raise (ValueError if type(value) is int else TypeError)(msg)

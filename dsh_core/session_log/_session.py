@@ -62,6 +62,7 @@ Validator: TypeAlias = Callable[["Session", str, FrozenDict], object]
 
 
 def _check_cwd(instance: SessionMeta, attribute: attrs.Attribute[Any], value: object) -> None:
+    # Hand-written: attrs has no "absolute path" check.
     if value is None:
         return
     if not isinstance(value, str):
@@ -75,6 +76,7 @@ def _check_cwd(instance: SessionMeta, attribute: attrs.Attribute[Any], value: ob
 
 
 def _check_seed_length(instance: SessionMeta, attribute: attrs.Attribute[Any], value: object) -> None:
+    # Hand-written: attrs' instance_of(int) admits a bool.
     if type(value) is not int:
         msg = f"SessionMeta.seed_length must be an int, got {type(value).__name__}"
         raise TypeError(msg)
