@@ -807,3 +807,24 @@ async def test_prepare_checks_a_seed_that_is_not_the_checked_log(
     wrong = [*stored[:3], SessionEvent("turn/end", 3, 0.0, {"turn": 5, "reason": {"kind": "completed"}})]
     with pytest.raises(EventDataError, match="turn 5 cannot end"):
         dsh_ctx.sessions.prepare("bad", seed=wrong)
+
+
+async def test_a_listener_registered_after_quiet_appends_hears_the_next_ones(dsh_ctx: Context) -> None:
+    """Appends with nobody listening publish nothing; a listener registered then hears every later
+    append, and none once it is gone."""
+    session = await dsh_ctx.sessions.create("quiet")
+    session.append("note/a", {"n": 1})
+    heard: list[int] = []
+
+    class Listener:
+        @hookimpl
+        def dsh_session_event(self, session: Session, event: SessionEvent) -> None:
+            heard.append(event.seq)
+
+    remove = dsh_ctx.register_plugin(Listener())
+    session.append("note/a", {"n": 2})
+    session.append("turn/start", {"turn": 1})
+    remove()
+    session.append("turn/end", {"turn": 1})
+    assert heard == [1, 2]
+    assert len(session.events) == 4
