@@ -233,7 +233,7 @@ class TestValues:
             ({"tools": ["a", 1]}, TypeError, "tool names"),
             ({"depth": 0}, ValueError, "must be >= 1"),
             ({"depth": 1.0}, TypeError, "depth must be an int"),
-            ({"parent_id": 5}, TypeError, "'parent_id' must be <class 'str'>"),
+            ({"parent_id": 5}, TypeError, "'parent_id' must be \\(<class 'str'>, <class 'NoneType'>\\)"),
         ],
     )
     def test_request_rejects_bad_values(

@@ -233,7 +233,7 @@ class TestMessages:
         ("build", "match"),
         [
             (lambda: Text(1), r"'text' must be <class 'str'> \(got 1 that is a <class 'int'>\)"),  # type: ignore[arg-type]
-            (lambda: Reasoning("r", 5), r"'signature' must be <class 'str'> \(got 5 that is a <class 'int'>\)"),  # type: ignore[arg-type]
+            (lambda: Reasoning("r", 5), r"'signature' must be \(<class 'str'>, <class 'NoneType'>\) \(got 5 that is a <class 'int'>\)"),  # type: ignore[arg-type]
             (lambda: ToolCall("id", "name", {"a": 1}), r"'arguments' must be <class 'str'> \(got .* that is a <class 'dict'>\)"),  # type: ignore[arg-type]
             (lambda: UserMessage(5), "UserMessage.content must be a str or a sequence"),  # type: ignore[arg-type]
             (
@@ -252,7 +252,7 @@ class TestMessages:
             (lambda: UserMessage("hi", "user"), "UserMessage.source must be a mapping"),
             (lambda: UserMessage("hi", id=7), r"'id' must be <class 'str'> \(got 7 that is a <class 'int'>\)"),  # type: ignore[arg-type]
             (lambda: ToolResultMessage("c", "x", is_error=1), r"'is_error' must be <class 'bool'> \(got 1 that is a <class 'int'>\)"),  # type: ignore[arg-type]
-            (lambda: AssistantMessage("x", provider=1), r"'provider' must be <class 'str'> \(got 1 that is a <class 'int'>\)"),  # type: ignore[arg-type]
+            (lambda: AssistantMessage("x", provider=1), r"'provider' must be \(<class 'str'>, <class 'NoneType'>\) \(got 1 that is a <class 'int'>\)"),  # type: ignore[arg-type]
         ],
     )
     def test_wrong_python_types_raise_type_error(self, build: Callable[[], object], match: str) -> None:

@@ -105,15 +105,20 @@ def _number(instance: object, attribute: attrs.Attribute[Any], value: object) ->
         raise (ValueError if value.__class__ is int else TypeError)(msg)
 
 
-_optional_number: Final = attrs.validators.optional(_number)
+def _optional_number(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    # Hand-written like ``_number`` (and one call where attrs' optional() makes two).
+    if value is not None:
+        _number(instance, attribute, value)
+
+
 _str: Final = attrs.validators.instance_of(str)
-_optional_str: Final = attrs.validators.optional(_str)
+_optional_str: Final = attrs.validators.instance_of((str, type(None)))  # one check, not optional()'s two
 _bool: Final = attrs.validators.instance_of(bool)
 
 
 def _is(*classes: type, optional: bool = False) -> Any:
-    check: Any = attrs.validators.instance_of(classes if len(classes) > 1 else classes[0])
-    return attrs.validators.optional(check) if optional else check
+    allowed = (*classes, type(None)) if optional else classes
+    return attrs.validators.instance_of(allowed if len(allowed) > 1 else allowed[0])
 
 
 def _one_of(choices: Iterable[str], *, optional: bool = False) -> Any:
