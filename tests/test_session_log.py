@@ -101,7 +101,7 @@ SAMPLES: list[LogEvent] = [
     TurnEndEvent(turn=4, reason=TurnEnd("interrupted")),
 ]
 
-CORE = [spec for spec in declared_types() if spec.module == "dsh_core.session_log._catalogue"]
+CORE = [spec for spec in declared_types() if spec.module.startswith("dsh_core.session_log.")]
 
 
 def golden_lines() -> list[str]:
