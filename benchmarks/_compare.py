@@ -3,7 +3,8 @@
 ``python benchmarks/loop.py --against /tmp/base`` (the baseline is any checkout, e.g. made with
 ``git worktree add /tmp/base main~3``) runs the script's measurements in child processes, this tree
 and the baseline alternately, each importing ``dsh_core`` and ``dsh_agent_loop`` from its own tree
-(``PYTHONPATH``); each figure is the best of the rounds, and the ratio is this tree over the baseline.
+(``PYTHONPATH``, and the tree's own ``.venv`` when it has one: a tree whose layout differs has
+entry points of its own); each figure is the best of the rounds, and the ratio is this tree over the baseline.
 """
 
 from __future__ import annotations
@@ -27,6 +28,12 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
+def _python_of(tree: Path) -> str:
+    """The tree's own venv when it has one (its entry points name its own modules), else ours."""
+    own = tree / ".venv" / "bin" / "python"
+    return str(own) if own.exists() else sys.executable
+
+
 def run_against(script: str, baseline: Path, rounds: int) -> None:
     """Print each figure for this tree and the baseline, best of ``rounds`` alternating child runs."""
     best: dict[str, dict[str, float]] = {"this": {}, "base": {}}
@@ -35,7 +42,7 @@ def run_against(script: str, baseline: Path, rounds: int) -> None:
         for label, tree in trees.items():
             env = {**os.environ, "PYTHONPATH": str(tree)}
             done = subprocess.run(
-                [sys.executable, script, "--json"], env=env, cwd="/", capture_output=True, text=True, check=False
+                [_python_of(tree), script, "--json"], env=env, cwd="/", capture_output=True, text=True, check=False
             )
             if done.returncode != 0:
                 sys.exit(f"{script} failed under {tree}:\n{done.stderr}")

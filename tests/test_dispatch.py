@@ -342,6 +342,26 @@ async def test_scoped_plugin_hears_only_its_agent_and_owned_agents(events: Dispa
     assert heard == {"a": ["global", "scoped"], "a-child": ["global", "scoped"], "b": ["global"]}
 
 
+async def test_who_hears_an_agent_follows_ownership_and_registration_changes(events: Dispatcher) -> None:
+    """Audiences worked out for an agent change when its owner is set or forgotten, or a plugin comes or goes."""
+
+    async def heard(ident: str) -> list[str]:
+        log: list[str] = []
+        await events.notify("test/note", agent=Agent(ident), log=log)
+        return log
+
+    events.register(listener("scoped"), name="scoped", scope="a")
+    assert await heard("child") == []  # nobody owns child yet
+    forget = events.set_owner("child", "a")
+    assert await heard("child") == ["scoped"]
+    late = events.register(listener("late"), name="late", scope="child")
+    assert await heard("child") == ["late", "scoped"]
+    events.unregister(late)
+    assert await heard("child") == ["scoped"]
+    forget()
+    assert await heard("child") == []
+
+
 async def test_dispatching_in_the_wrong_mode_is_refused(events: Dispatcher) -> None:
     """An event is dispatched only in the mode its hookspec declares; unknown events are named."""
     with pytest.raises(TypeError, match="declared 'notify'"):

@@ -334,7 +334,7 @@ async def test_append_refuses_bad_types(dsh_ctx: Context) -> None:
     session = await dsh_ctx.sessions.create("s")
     with pytest.raises(TypeError, match="str"):
         session.append(7, {})
-    with pytest.raises(ValueError, match="non-empty"):
+    with pytest.raises(ValueError, match="Length of 'type' must be >= 1"):
         session.append("", {})
     assert len(session.events) == 0
 
@@ -736,3 +736,95 @@ async def test_fork_refuses_a_taken_child_id(dsh_ctx: Context) -> None:
     source.append("note/x", {})
     with pytest.raises(DuplicateRegistrationError):
         await dsh_ctx.sessions.fork(source, 0, "src")
+
+
+# ---------------------------------------------------------------------- resume checks once
+
+
+def _stored_log(session: Session) -> list[SessionEvent]:
+    """The session's events as a loader reads them back: new objects, checked by nothing yet."""
+    return [SessionEvent.from_json(event.to_json()) for event in session.events]
+
+
+async def _lived(dsh_ctx: Context) -> Session:
+    session = dsh_ctx.sessions.prepare("lived")
+    session.append("turn/start", {"turn": 1})
+    session.append("user/message", {"message": UserMessage("hi").to_json()})
+    session.append("assistant/message", {"turn": 1, "step": 1, "message": AssistantMessage("hello").to_json()})
+    session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    session.append("turn/start", {"turn": 2})
+    return session
+
+
+async def test_prepare_after_check_log_checks_no_event_twice(
+    dsh_ctx: Context, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A prepare seeded with the events check_log just passed checks only the events added after them."""
+    from dsh_core.session_log import check_log
+
+    lived = await _lived(dsh_ctx)
+    stored = _stored_log(lived)
+    check_log("resumed", lived.meta, stored)  # the loader's check (the log ends inside turn 2)
+    repair = SessionEvent("turn/end", len(stored), time.time(), {"turn": 2, "reason": {"kind": "interrupted"}})
+    admitted: list[str] = []
+    admit = Session._admit
+
+    def counting(self: Session, event: SessionEvent, *, validate: bool) -> SessionEvent:
+        admitted.append(event.type)
+        return admit(self, event, validate=validate)
+
+    monkeypatch.setattr(Session, "_admit", counting)
+    resumed = dsh_ctx.sessions.prepare("resumed", seed=[*stored, repair])
+    assert admitted == ["turn/end"]  # only crash repair's event
+    monkeypatch.undo()
+    checked = dsh_ctx.sessions.prepare("checked", seed=[*_stored_log(lived), repair])
+    assert resumed.derive_messages() == checked.derive_messages() == lived.derive_messages()
+    assert (resumed.open_turn, resumed.last_turn, resumed.surface) == (None, 2, checked.surface)
+    assert [event.to_json() for event in resumed.events] == [event.to_json() for event in checked.events]
+
+
+async def test_prepare_checks_a_seed_that_is_not_the_checked_log(
+    dsh_ctx: Context, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Other event objects than those check_log passed are checked in full, and refused when wrong."""
+    from dsh_core.session_log import check_log
+
+    lived = await _lived(dsh_ctx)
+    stored = _stored_log(lived)[:4]
+    check_log("resumed", lived.meta, stored)
+    admitted: list[str] = []
+    admit = Session._admit
+
+    def counting(self: Session, event: SessionEvent, *, validate: bool) -> SessionEvent:
+        admitted.append(event.type)
+        return admit(self, event, validate=validate)
+
+    monkeypatch.setattr(Session, "_admit", counting)
+    dsh_ctx.sessions.prepare("resumed", seed=_stored_log(lived)[:4])
+    assert len(admitted) == 4
+    monkeypatch.undo()
+    check_log("bad", lived.meta, stored)
+    wrong = [*stored[:3], SessionEvent("turn/end", 3, 0.0, {"turn": 5, "reason": {"kind": "completed"}})]
+    with pytest.raises(EventDataError, match="turn 5 cannot end"):
+        dsh_ctx.sessions.prepare("bad", seed=wrong)
+
+
+async def test_a_listener_registered_after_quiet_appends_hears_the_next_ones(dsh_ctx: Context) -> None:
+    """Appends with nobody listening publish nothing; a listener registered then hears every later
+    append, and none once it is gone."""
+    session = await dsh_ctx.sessions.create("quiet")
+    session.append("note/a", {"n": 1})
+    heard: list[int] = []
+
+    class Listener:
+        @hookimpl
+        def dsh_session_event(self, session: Session, event: SessionEvent) -> None:
+            heard.append(event.seq)
+
+    remove = dsh_ctx.register_plugin(Listener())
+    session.append("note/a", {"n": 2})
+    session.append("turn/start", {"turn": 1})
+    remove()
+    session.append("turn/end", {"turn": 1})
+    assert heard == [1, 2]
+    assert len(session.events) == 4

@@ -228,12 +228,12 @@ class TestValues:
         [
             ({"prompt": ""}, ValueError, "prompt must not be empty"),
             ({"description": "  "}, ValueError, "description must not be empty"),
-            ({"prompt": 3}, TypeError, "prompt must be a str"),
+            ({"prompt": 3}, TypeError, "'prompt' must be <class 'str'>"),
             ({"tools": "abc"}, TypeError, "sequence of tool names"),
             ({"tools": ["a", 1]}, TypeError, "tool names"),
             ({"depth": 0}, ValueError, "must be >= 1"),
             ({"depth": 1.0}, TypeError, "depth must be an int"),
-            ({"parent_id": 5}, TypeError, "parent_id must be a str or None"),
+            ({"parent_id": 5}, TypeError, "'parent_id' must be \\(<class 'str'>, <class 'NoneType'>\\)"),
         ],
     )
     def test_request_rejects_bad_values(

@@ -226,12 +226,18 @@ class Context:
             msg = "cannot start a task: this context does not belong to a running Harness"
             raise RuntimeError(msg)
         scope = anyio.CancelScope()
-        finished = anyio.Event()
+        # The Event exists only once a stopper waits (an idle agent's tasks never need one):
+        # [finished?, the Event a stopper waits on].
+        state: list[Any] = [False, None]
         label = name or getattr(fn, "__qualname__", repr(fn))
 
         async def stop() -> None:
             scope.cancel()
-            await finished.wait()
+            if state[0]:
+                return
+            if state[1] is None:
+                state[1] = anyio.Event()
+            await state[1].wait()
 
         effect = self.effect(stop)
 
@@ -242,7 +248,9 @@ class Context:
             except Exception:
                 logger.exception("task %r of context %r failed", label, self.label)
             finally:
-                finished.set()
+                state[0] = True
+                if state[1] is not None:
+                    state[1].set()
                 effect.forget()
 
         self._task_group.start_soon(run, name=label)

@@ -14,7 +14,7 @@ import inspect
 import logging
 import operator
 from collections.abc import Awaitable, Callable, Mapping
-from types import CoroutineType, ModuleType
+from types import CoroutineType, GeneratorType, ModuleType
 from typing import Any, TypeVar
 
 import anyio
@@ -63,14 +63,18 @@ class _Impl:
 
 
 class _Plan:
-    """The impls of one event in call order, and whether any of them is agent-scoped."""
+    """The impls of one event in call order, whether any of them is agent-scoped, and the audience
+    of each subject heard so far (the impls a call about that agent reaches)."""
 
-    __slots__ = ("impls", "scoped", "spec")
+    __slots__ = ("audiences", "impls", "mode", "scoped", "spec")
 
     def __init__(self, spec: EventSpec, impls: tuple[_Impl, ...]) -> None:
         self.spec = spec
+        self.mode = spec.mode
         self.impls = impls
         self.scoped = any(impl.registration.scope is not None for impl in impls)
+        #: subject id -> its audience; dropped with the plan (register, unregister, set_owner)
+        self.audiences: dict[str | None, tuple[_Impl, ...]] = {}
 
 
 def _subject_id(value: object) -> str | None:
@@ -135,13 +139,21 @@ class Dispatcher:
         token = object()
         self._owners[agent_id] = owner
         self._owner_tokens[agent_id] = token
+        self._forget_audiences()
 
         def forget() -> None:
             if self._owner_tokens.get(agent_id) is token:  # exact: never a later same-id entry
                 del self._owner_tokens[agent_id]
                 self._owners.pop(agent_id, None)
+                self._forget_audiences()
 
         return forget
+
+    def _forget_audiences(self) -> None:
+        """Ownership changed: who hears what about an agent must be worked out again."""
+        for plan in self._plans.values():
+            if plan.scoped:
+                plan.audiences.clear()
 
     def _check_sync_listeners(self, plugin: object, name: str) -> None:
         sync_hooks = {spec.hook: spec.event for spec in self._specs.values() if spec.sync}
@@ -163,8 +175,12 @@ class Dispatcher:
 
     def _plan(self, event: str, mode: EventMode) -> _Plan:
         plan = self._plans.get(event)
-        if plan is not None and plan.spec.mode == mode:
+        if plan is not None and plan.mode == mode:
             return plan
+        return self._new_plan(event, mode)
+
+    def _new_plan(self, event: str, mode: EventMode) -> _Plan:
+        """Work out (and cache until the registry changes) the plan of ``event``."""
         spec = self._specs.get(event)
         if spec is None:
             msg = f"unknown event {event!r}; declare it with @hookspec and Harness/ctx.add_events()"
@@ -191,13 +207,28 @@ class Dispatcher:
             return plan.impls
         subject_arg = plan.spec.subject_arg
         subject = _subject_id(kwargs.get(subject_arg)) if subject_arg else None
+        audience = plan.audiences.get(subject)
+        if audience is not None:
+            return audience
         concerned: set[str] = set()
-        while subject is not None and subject not in concerned:
-            concerned.add(subject)
-            subject = self._owners.get(subject)
-        return tuple(
+        owner = subject
+        while owner is not None and owner not in concerned:
+            concerned.add(owner)
+            owner = self._owners.get(owner)
+        audience = tuple(
             impl for impl in plan.impls if impl.registration.scope is None or impl.registration.scope in concerned
         )
+        if len(plan.audiences) < 1024:  # bounded: agents come and go
+            plan.audiences[subject] = audience
+        return audience
+
+    def is_quiet(self, event: str) -> bool:
+        """Whether ``event`` (a declared ``notify`` event) has no listener at all: the caller may skip
+        building its arguments. Cheap: the cached plan's answer."""
+        plan = self._plans.get(event)
+        if plan is None or plan.mode != "notify":
+            plan = self._new_plan(event, "notify")
+        return not plan.impls
 
     def has_listeners(self, event: str) -> bool:
         """Whether any plugin listens to ``event`` (lets callers skip preparing costly arguments)."""
@@ -208,7 +239,9 @@ class Dispatcher:
 
     async def notify(self, event: str, /, **kwargs: Any) -> None:
         """Call every listener; a failure is logged and contained (or, for a vetoing event, raised)."""
-        plan = self._plan(event, "notify")
+        plan = self._plans.get(event)
+        if plan is None or plan.mode != "notify":
+            plan = self._new_plan(event, "notify")
         if not plan.impls:
             return
         vetoes = plan.spec.vetoes
@@ -217,7 +250,7 @@ class Dispatcher:
                 continue
             try:
                 result = impl.function(*impl.arguments(kwargs))
-                if impl.is_async or (result is not None and inspect.isawaitable(result)):
+                if impl.is_async or (result is not None and _is_awaitable(result)):
                     await result
             except Exception:
                 if vetoes:
@@ -226,7 +259,9 @@ class Dispatcher:
 
     def notify_sync(self, event: str, /, **kwargs: Any) -> None:
         """Call every listener of a ``sync=True`` event from synchronous code; failures are contained."""
-        plan = self._plan(event, "notify")
+        plan = self._plans.get(event)
+        if plan is None or plan.mode != "notify":
+            plan = self._new_plan(event, "notify")
         if not plan.impls:
             return
         for impl in self._audience(plan, kwargs):
@@ -241,7 +276,9 @@ class Dispatcher:
 
     async def waterfall(self, event: str, value: _T, /, **kwargs: Any) -> _T:
         """Thread ``value`` through the listeners; each may return a replacement or ``None``."""
-        plan = self._plan(event, "waterfall")
+        plan = self._plans.get(event)
+        if plan is None or plan.mode != "waterfall":
+            plan = self._new_plan(event, "waterfall")
         if not plan.impls:
             return value
         value_arg = plan.spec.value_arg
@@ -251,7 +288,7 @@ class Dispatcher:
                 continue
             kwargs[value_arg] = value
             result = impl.function(*impl.arguments(kwargs))
-            if impl.is_async or (result is not None and inspect.isawaitable(result)):
+            if impl.is_async or (result is not None and _is_awaitable(result)):
                 result = await result
             if result is not None:
                 value = result
@@ -259,12 +296,16 @@ class Dispatcher:
 
     async def serial(self, event: str, /, **kwargs: Any) -> Any:
         """Await listeners one by one; the first non-``None`` result wins and the rest are skipped."""
-        plan = self._plan(event, "serial")
+        plan = self._plans.get(event)
+        if plan is None or plan.mode != "serial":
+            plan = self._new_plan(event, "serial")
+        if not plan.impls:
+            return None
         for impl in self._audience(plan, kwargs):
             if not impl.registration.alive:
                 continue
             result = impl.function(*impl.arguments(kwargs))
-            if impl.is_async or (result is not None and inspect.isawaitable(result)):
+            if impl.is_async or (result is not None and _is_awaitable(result)):
                 result = await result
             if result is not None:
                 return result
@@ -272,7 +313,11 @@ class Dispatcher:
 
     async def around(self, event: str, inner: Callable[[], Awaitable[_T]], /, **kwargs: Any) -> _T:
         """Run ``inner`` wrapped by every listener; each gets ``call_next`` for the rest of the chain."""
-        plan = self._plan(event, "around")
+        plan = self._plans.get(event)
+        if plan is None or plan.mode != "around":
+            plan = self._new_plan(event, "around")
+        if not plan.impls:
+            return await inner()
         impls = [impl for impl in self._audience(plan, kwargs) if impl.registration.alive]
         if not impls:
             return await inner()
@@ -292,7 +337,7 @@ class Dispatcher:
             def call_next() -> Awaitable[_T]:
                 kwargs["call_next"] = link(index + 1)  # read into args before the next level
                 result = impl.function(*impl.arguments(kwargs))
-                if impl.is_async or type(result) is CoroutineType or inspect.isawaitable(result):
+                if impl.is_async or _is_awaitable(result):
                     return result  # type: ignore[no-any-return]
                 return _ready(result)  # a sync listener that answered without calling on
 
@@ -311,7 +356,7 @@ class Dispatcher:
                 impls.append(impl)
             else:  # a sync listener cannot overlap with anything: run it now, raise at once
                 result = impl.function(*impl.arguments(kwargs))
-                if result is not None and inspect.isawaitable(result):
+                if result is not None and _is_awaitable(result):
                     await result
         if not impls:
             return
@@ -336,9 +381,27 @@ class Dispatcher:
     @staticmethod
     async def _call(impl: _Impl, kwargs: Mapping[str, Any]) -> Any:
         result = impl.function(*impl.arguments(kwargs))
-        if impl.is_async or (result is not None and inspect.isawaitable(result)):
+        if impl.is_async or (result is not None and _is_awaitable(result)):
             result = await result
         return result
+
+
+#: classes whose instances are never awaitable (what sync listeners return: configs, decisions, ...)
+_NOT_AWAITABLE: set[type] = set()
+
+
+def _is_awaitable(value: object) -> bool:
+    """``inspect.isawaitable``, remembering the classes that are not (its ABC check costs on every call)."""
+    cls = value.__class__
+    if cls is CoroutineType:
+        return True
+    if cls in _NOT_AWAITABLE:
+        return False
+    if inspect.isawaitable(value):
+        return True
+    if cls is not GeneratorType and len(_NOT_AWAITABLE) < 512:  # a generator may be a coroutine
+        _NOT_AWAITABLE.add(cls)
+    return False
 
 
 async def _ready(value: _T) -> _T:
@@ -362,7 +425,7 @@ async def check_guards(
     for guard in guards:
         try:
             reason = guard(*args)
-            if inspect.isawaitable(reason):
+            if _is_awaitable(reason):
                 reason = await reason
         except Exception as exc:  # noqa: BLE001 - a raising guard denies (fail closed)
             reasons.append(f"guard {getattr(guard, '__qualname__', guard)!r} failed: {exc!r}")

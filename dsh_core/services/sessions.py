@@ -150,7 +150,9 @@ class SessionStore:
             msg = f"session {id!r}: meta.seed_length is {meta.seed_length} but the seed has only {len(items)} events"
             raise ValueError(msg)
         session = Session._new(id, meta)
-        for index, item in enumerate(items):
+        adopted = session._adopt_checked(items)  # a log check_log has just checked is not checked again
+        for index in range(adopted, len(items)):
+            item = items[index]
             if isinstance(item, SessionEvent):
                 if item.seq != index:
                     msg = (

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Iterable
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 import attrs
 
@@ -86,7 +86,7 @@ __all__ = [
 ]
 
 # ---------------------------------------------------------------------- field checks
-# Plain functions (half the cost of attrs.validators), each naming the class and the field.
+# attrs' validators, except ``_number``.
 
 
 def _where(instance: object, attribute: attrs.Attribute[Any]) -> str:
@@ -94,7 +94,11 @@ def _where(instance: object, attribute: attrs.Attribute[Any]) -> str:
 
 
 def _number(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    """A turn or step number: an int >= 1 (a bool is not one)."""
+    """A turn or step number: an int >= 1 (a bool is not one).
+
+    Hand-written: attrs' ``instance_of(int)`` admits a bool, and ``not_(instance_of(bool))`` raises
+    and catches an exception on every valid value (twice per streamed chunk).
+    """
     if value.__class__ is not int or value < 1:
         got = repr(value) if value.__class__ is int else type(value).__name__
         msg = f"{_where(instance, attribute)} must be an int >= 1, got {got}"
@@ -102,50 +106,24 @@ def _number(instance: object, attribute: attrs.Attribute[Any], value: object) ->
 
 
 def _optional_number(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    # Hand-written like ``_number`` (and one call where attrs' optional() makes two).
     if value is not None:
         _number(instance, attribute, value)
 
 
-def _str(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value.__class__ is not str:
-        msg = f"{_where(instance, attribute)} must be a str, got {type(value).__name__}"
-        raise TypeError(msg)
-
-
-def _optional_str(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and value.__class__ is not str:
-        msg = f"{_where(instance, attribute)} must be a str or None, got {type(value).__name__}"
-        raise TypeError(msg)
-
-
-def _bool(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value.__class__ is not bool:
-        msg = f"{_where(instance, attribute)} must be a bool, got {type(value).__name__}"
-        raise TypeError(msg)
+_str: Final = attrs.validators.instance_of(str)
+_optional_str: Final = attrs.validators.instance_of((str, type(None)))  # one check, not optional()'s two
+_bool: Final = attrs.validators.instance_of(bool)
 
 
 def _is(*classes: type, optional: bool = False) -> Any:
-    names = " or ".join(cls.__name__ for cls in classes) + (" or None" if optional else "")
-
-    def check(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-        if value.__class__ not in classes and not (optional and value is None):
-            msg = f"{_where(instance, attribute)} must be a {names}, got {type(value).__name__}"
-            raise TypeError(msg)
-
-    return check
+    allowed = (*classes, type(None)) if optional else classes
+    return attrs.validators.instance_of(allowed if len(allowed) > 1 else allowed[0])
 
 
 def _one_of(choices: Iterable[str], *, optional: bool = False) -> Any:
-    allowed = frozenset(choices)
-    listed = ", ".join(sorted(allowed))
-
-    def check(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-        if value in allowed or (optional and value is None):
-            return
-        msg = f"{_where(instance, attribute)} must be one of {listed}{' or None' if optional else ''}; got {value!r}"
-        raise (ValueError if isinstance(value, str) else TypeError)(msg)
-
-    return check
+    check = attrs.validators.in_(tuple(sorted(choices)))  # sorted: the message lists them in order
+    return attrs.validators.optional(check) if optional else check
 
 
 def _strs(value: object) -> tuple[str, ...]:
@@ -254,12 +232,20 @@ _CHUNK_CLASSES: Final = (TextDelta, ReasoningDelta, ToolCallDelta, Usage, Finish
 _OMIT: Final = json_field(omit_default=True)
 _APPEND: Final = SurfaceOp.append()
 
+
+class _CoreEvent(LogEvent):
+    """The core types: each field's reader checks what its validator does (``TRUSTS_READERS``)."""
+
+    __slots__ = ()
+    _codec_trusts_readers: ClassVar[bool] = True
+
+
 # ---------------------------------------------------------------------- turns and steps
 
 
 @log_event("turn/start", in_turn=True)
 @attrs.frozen(kw_only=True)
-class TurnStartEvent(LogEvent):
+class TurnStartEvent(_CoreEvent):
     """A turn begins. ``turn`` counts from 1 and continues across resumes; turns never overlap."""
 
     turn: int = attrs.field(validator=_number, metadata=_TURN)
@@ -307,7 +293,7 @@ _TURN_END: Final = ObjectCodec(TurnEnd)
 
 @log_event("turn/end", in_turn=True)
 @attrs.frozen(kw_only=True)
-class TurnEndEvent(LogEvent):
+class TurnEndEvent(_CoreEvent):
     """The open turn ends, for ``reason``; every ``turn/start`` gets exactly one (crash repair adds
     ``interrupted`` to a stored turn left open). The loop always writes ``reason``; a log written
     by other means may leave it out."""
@@ -318,7 +304,7 @@ class TurnEndEvent(LogEvent):
 
 @log_event("step/start", in_turn=True)
 @attrs.frozen(kw_only=True)
-class StepStartEvent(LogEvent):
+class StepStartEvent(_CoreEvent):
     """A step of the turn begins (``step`` counts from 1 in every turn), just before its request."""
 
     turn: int = attrs.field(validator=_number, metadata=_TURN)
@@ -332,7 +318,7 @@ InboxKind: TypeAlias = Literal["send", "steer", "inject"]
 
 @log_event("inbox/queued")
 @attrs.frozen(kw_only=True)
-class InboxQueuedEvent(LogEvent):
+class InboxQueuedEvent(_CoreEvent):
     """A ``send``/``steer``/``inject`` was accepted: logged before ``agent/queued`` fires, so no accepted
     prompt is lost to a crash. The event that consumes it carries ``id`` as its ``queued_id``."""
 
@@ -345,7 +331,7 @@ class InboxQueuedEvent(LogEvent):
 
 @log_event("inbox/cleared")
 @attrs.frozen(kw_only=True)
-class InboxClearedEvent(LogEvent):
+class InboxClearedEvent(_CoreEvent):
     """Queued prompts dropped without running (``cancel()``, a refused turn); ``ids`` are their ids."""
 
     ids: tuple[str, ...] = attrs.field(converter=_strs)
@@ -353,7 +339,7 @@ class InboxClearedEvent(LogEvent):
 
 @log_event("user/message", visible=True, consumes=True, in_turn=True)
 @attrs.frozen(kw_only=True)
-class UserMessageEvent(LogEvent):
+class UserMessageEvent(_CoreEvent):
     """A prompt admitted by ``agent/prompt-submit``, at the start of its turn (``queued_id``: its
     ``inbox/queued`` record). Also a compaction summary replacing a span of the surface."""
 
@@ -366,7 +352,7 @@ class UserMessageEvent(LogEvent):
 
 @log_event("prompt/blocked", consumes=True, in_turn=True)
 @attrs.frozen(kw_only=True)
-class PromptBlockedEvent(LogEvent):
+class PromptBlockedEvent(_CoreEvent):
     """A queued prompt that ``agent/prompt-submit`` blocked, with the listener's ``reason``; the
     model never sees it."""
 
@@ -379,7 +365,7 @@ class PromptBlockedEvent(LogEvent):
 
 @log_event("context/message", visible=True, consumes=True)
 @attrs.frozen(kw_only=True)
-class ContextMessageEvent(LogEvent):
+class ContextMessageEvent(_CoreEvent):
     """Model-visible context: ``inject()`` (idle: at once; running: at the next step) and the
     ``additional_context`` of prompt and tool decisions."""
 
@@ -392,7 +378,7 @@ class ContextMessageEvent(LogEvent):
 
 @log_event("steering/message", visible=True, consumes=True, in_turn=True)
 @attrs.frozen(kw_only=True)
-class SteeringMessageEvent(LogEvent):
+class SteeringMessageEvent(_CoreEvent):
     """Steering for the running turn, before its next step: ``steer()``, or the reason of a
     ``continue`` decision of ``agent/turn-continuation`` (source ``continuation``)."""
 
@@ -408,7 +394,7 @@ class SteeringMessageEvent(LogEvent):
 
 @log_event("request/header", in_turn=True)
 @attrs.frozen(kw_only=True)
-class RequestHeaderEvent(LogEvent):
+class RequestHeaderEvent(_CoreEvent):
     """What the first request of an agent instance carries besides history: the call ``config``,
     the rendered ``system`` prompt, the ``tools`` schemas and the session ``prefix`` (always
     written; absent in logs older than the prefix, it reads as none)."""
@@ -423,7 +409,7 @@ class RequestHeaderEvent(LogEvent):
 
 @log_event("request/header-delta", in_turn=True)
 @attrs.frozen(kw_only=True)
-class RequestHeaderDeltaEvent(LogEvent):
+class RequestHeaderDeltaEvent(_CoreEvent):
     """Only the header fields that changed since the last request (a step whose header equals the
     previous one writes nothing)."""
 
@@ -441,7 +427,7 @@ class RequestHeaderDeltaEvent(LogEvent):
 
 @log_event("assistant/chunk", in_turn=True)
 @attrs.frozen(kw_only=True)
-class AssistantChunkEvent(LogEvent):
+class AssistantChunkEvent(_CoreEvent):
     """One chunk of the model's stream, as the adapter produced it (deltas, usage, the finish)."""
 
     turn: int = attrs.field(validator=_number, metadata=_TURN)
@@ -451,7 +437,7 @@ class AssistantChunkEvent(LogEvent):
 
 @log_event("assistant/message", visible=True, in_turn=True)
 @attrs.frozen(kw_only=True)
-class AssistantMessageEvent(LogEvent):
+class AssistantMessageEvent(_CoreEvent):
     """What the model said in one step (after ``agent/step-result``), with its ``usage``.
 
     ``interrupted`` marks the text and reasoning kept from a step cancelled while it streamed (no
@@ -476,7 +462,7 @@ _ERROR_CODES: Final = frozenset(typing.get_args(ToolErrorCode))
 
 @log_event("tool/call", in_turn=True)
 @attrs.frozen(kw_only=True)
-class ToolCallEvent(LogEvent):
+class ToolCallEvent(_CoreEvent):
     """A tool call about to run (``arguments`` is the model's raw JSON text). Every one gets a
     ``tool/result``; a call left without one in a stored log is flagged by crash repair."""
 
@@ -489,7 +475,7 @@ class ToolCallEvent(LogEvent):
 
 @log_event("tool/result", visible=True, in_turn=True)
 @attrs.frozen(kw_only=True)
-class ToolResultEvent(LogEvent):
+class ToolResultEvent(_CoreEvent):
     """The result of a tool call, as the model sees it; ``error_code`` says why it failed (absent on
     success). The loop always writes ``turn`` and ``step``; an event appended by other means may
     leave them out."""

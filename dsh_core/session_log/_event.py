@@ -36,18 +36,16 @@ from dsh_core.vocabulary._json import (
     thaw_json,
 )
 
-__all__ = ["SURFACE_EVENT_TYPES", "SessionEvent", "SurfaceOp", "SurfaceOpKind", "logged_event"]
+__all__ = ["SURFACE_EVENT_TYPES", "SessionEvent", "SurfaceOp", "SurfaceOpKind", "logged_event", "raw_event"]
 
 # ---------------------------------------------------------------------- events
 
 
-def _validate_type(instance: SessionEvent, attribute: attrs.Attribute[Any], value: object) -> None:
-    if type(value) is not str or not value:
-        msg = f"SessionEvent.type must be a non-empty str such as 'turn/start', got {value!r}"
-        raise (ValueError if isinstance(value, str) else TypeError)(msg)
+_validate_type: Final = attrs.validators.and_(attrs.validators.instance_of(str), attrs.validators.min_len(1))
 
 
 def _validate_seq(instance: SessionEvent, attribute: attrs.Attribute[Any], value: object) -> None:
+    # Hand-written: attrs' instance_of(int) admits a bool.
     if type(value) is not int or value < 0:
         msg = f"SessionEvent.seq must be an int >= 0, got {value!r}"
         raise (ValueError if type(value) is int else TypeError)(msg)
@@ -183,4 +181,30 @@ def logged_event(seq: int, time: float, payload: LogEvent) -> SessionEvent:
     _set_seq(event, seq)
     _set_time(event, time)
     _set_payload(event, payload)
+    return event
+
+
+def raw_event(event_type: str, seq: int, time: float, data: object) -> SessionEvent:
+    """An event of a declared type given as JSON ``data``: frozen here, its payload read by the
+    session's rules when it is admitted (``event.payload``).
+
+    The session's own constructor for ``append(type, data)``: ``event_type`` is a declared type and
+    ``seq`` and ``time`` come from the session, so only ``data`` needs checking. A model-visible
+    type's ``surface`` is checked once, by its payload's reader.
+
+    :raises EventDataError: ``data`` is not lossless JSON, or carries a surface op it may not.
+    """
+    if type(data) is not FrozenDict:
+        try:
+            data = freeze_json_object(data, where=event_type, root="data")
+        except JsonValueError as exc:
+            raise EventDataError(str(exc), event_type=event_type) from exc
+    if "surface" in data and not is_visible(event_type):
+        _check_surface(data["surface"], event_type)  # raises
+    event: SessionEvent = _new_event(SessionEvent)
+    _set_type(event, event_type)
+    _set_seq(event, seq)
+    _set_time(event, time)
+    _set_data(event, data)
+    _set_payload(event, None)
     return event

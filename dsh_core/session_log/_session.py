@@ -17,6 +17,7 @@ Before ``enter`` (and after detach) nothing is published.
 from __future__ import annotations
 
 import itertools
+import operator
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -25,20 +26,21 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, overload
 import attrs
 
 from dsh_core.session_log._catalogue import SURFACE_EVENT_TYPES, TurnEndEvent, TurnStartEvent
-from dsh_core.session_log._event import SessionEvent, SurfaceOp, logged_event
+from dsh_core.session_log._event import (
+    SessionEvent,
+    SurfaceOp,
+    _new_event,
+    _set_payload,
+    _set_seq,
+    _set_time,
+    _set_type,
+    raw_event,
+)
 from dsh_core.session_log._spec import LogEvent, declared_types, is_visible, spec_for
+from dsh_core.vocabulary._codec import ObjectCodec
 from dsh_core.vocabulary._content import AssistantMessage, Message, validate_optional_str
 from dsh_core.vocabulary._errors import EventDataError
-from dsh_core.vocabulary._json import (
-    FrozenDict,
-    check_keys,
-    expect_object,
-    freeze_json_object,
-    optional_int_field,
-    optional_str_field,
-    refuse,
-    thaw_json,
-)
+from dsh_core.vocabulary._json import FrozenDict, freeze_json_object
 from dsh_core.vocabulary._llm_types import TrustedMessages
 
 if TYPE_CHECKING:
@@ -53,6 +55,7 @@ Validator: TypeAlias = Callable[["Session", str, FrozenDict], object]
 
 
 def _check_cwd(instance: SessionMeta, attribute: attrs.Attribute[Any], value: object) -> None:
+    # Hand-written: attrs has no "absolute path" check.
     if value is None:
         return
     if not isinstance(value, str):
@@ -66,6 +69,7 @@ def _check_cwd(instance: SessionMeta, attribute: attrs.Attribute[Any], value: ob
 
 
 def _check_seed_length(instance: SessionMeta, attribute: attrs.Attribute[Any], value: object) -> None:
+    # Hand-written: attrs' instance_of(int) admits a bool.
     if type(value) is not int:
         msg = f"SessionMeta.seed_length must be an int, got {type(value).__name__}"
         raise TypeError(msg)
@@ -93,32 +97,18 @@ class SessionMeta:
     extra: FrozenDict = attrs.field(factory=FrozenDict, converter=_freeze_extra)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "cwd": self.cwd,
-            "parent_id": self.parent_id,
-            "seed_length": self.seed_length,
-            "extra": thaw_json(self.extra),
-        }
+        """``{"cwd", "parent_id", "seed_length", "extra"}``, every key always written."""
+        return _META_JSON.encode_plain(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], *, field: str = "meta") -> SessionMeta:
         """Read metadata; absent keys take their defaults. :raises VocabularyError: naming the field."""
-        data = expect_object(data, field)
-        check_keys(data, _META_KEYS, field)
-        cwd = optional_str_field(data, "cwd", field)
-        if cwd is not None and not os.path.isabs(cwd):
-            refuse(f"{field}.cwd", f"expected an absolute path, got {cwd!r}")
-        extra = data.get("extra", {})
-        expect_object(extra, f"{field}.extra")
-        return cls(
-            cwd=cwd,
-            parent_id=optional_str_field(data, "parent_id", field),
-            seed_length=optional_int_field(data, "seed_length", field) or 0,
-            extra=extra,
-        )
+        meta: SessionMeta = _META_JSON.read(data, field)
+        return meta
 
 
-_META_KEYS: Final = frozenset({"cwd", "parent_id", "seed_length", "extra"})
+#: a relative ``cwd`` is the one rule the readers do not say (the class refuses it)
+_META_JSON: Final = ObjectCodec(SessionMeta, errors_at="cwd")
 
 
 # ---------------------------------------------------------------------- read-only views
@@ -367,28 +357,39 @@ class Session:
             )
             raise EventDataError(msg, event_type=_type_name(type))
         log = self._log
-        if type.__class__ is str:
+        cls = type.__class__
+        if cls is not str and isinstance(type, LogEvent):
+            # The hot path: a typed payload, checked when it was built; most are neither
+            # model-visible nor turn boundaries. ``logged_event`` inlined.
+            if data is not None or surface is not None:
+                msg = f"{type.type}: a payload carries its own data and surface; append(payload) takes nothing else"
+                raise TypeError(msg)
+            event = _new_event(SessionEvent)
+            _set_type(event, type.type)
+            _set_seq(event, len(log))
+            _set_time(event, _now())
+            _set_payload(event, type)
+            if cls in _CHECKED or self._validators:
+                self._admit(event, validate=True)
+            else:
+                log.append(event)
+        elif type.__class__ is str:
             if data is None:
                 msg = f"{type}: append(type, data) needs the event's data (a JSON object)"
                 raise TypeError(msg)
             if surface is not None:
                 data = _with_surface(type, data, surface)
-            event = SessionEvent(type, len(log), time.time(), data)
             spec = spec_for(type)
-            if spec is not None or self._validators:
+            if spec is not None:
+                # A declared type: its rules read the data into its payload (once; the event keeps it).
+                event = raw_event(type, len(log), _now(), data)
                 self._admit(event, validate=True)
             else:
-                log.append(event)
-        elif isinstance(type, LogEvent):
-            if data is not None or surface is not None:
-                msg = f"{type.type}: a payload carries its own data and surface; append(payload) takes nothing else"
-                raise TypeError(msg)
-            # The hot path: most events are neither model-visible nor turn boundaries.
-            event = logged_event(len(log), time.time(), type)
-            if type.__class__ in _CHECKED or self._validators:
-                self._admit(event, validate=True)
-            else:
-                log.append(event)
+                event = SessionEvent(type, len(log), _now(), data)
+                if self._validators:
+                    self._admit(event, validate=True)
+                else:
+                    log.append(event)
         else:
             msg = (
                 "session event type must be a str such as 'note/x' (with its data), or a payload of "
@@ -397,11 +398,14 @@ class Session:
             raise TypeError(msg)
         dispatcher = self._dispatcher
         if dispatcher is not None:
-            self._publishing = True
-            try:
-                dispatcher.notify_sync("session/event", session=self, event=event)
-            finally:
-                self._publishing = False
+            # The store's dispatcher is a friend: its cached plan says at once when nobody listens.
+            plan = dispatcher._plans.get(_SESSION_EVENT)
+            if plan is None or plan.impls:
+                self._publishing = True
+                try:
+                    dispatcher.notify_sync(_SESSION_EVENT, session=self, event=event)
+                finally:
+                    self._publishing = False
         return event
 
     def add_validator(self, validator: Validator) -> Callable[[], None]:
@@ -436,7 +440,8 @@ class Session:
     def _admit(self, event: SessionEvent, *, validate: bool) -> SessionEvent:
         """Check ``event`` by its type's rules and against the session's state, run the validators,
         then commit it."""
-        if event._payload is None and (event.type == TurnStartEvent.type or event.type == TurnEndEvent.type):
+        numbered = event._payload is None and (event.type == TurnStartEvent.type or event.type == TurnEndEvent.type)
+        if numbered:
             # Numbering first: it is what a turn boundary written by hand most often gets wrong.
             self._check_turn(event.type, _turn_of(event))
         payload = event.payload  # read (and checked) from data unless it came as a payload
@@ -452,7 +457,7 @@ class Session:
                     f"not exist; the surface has {len(self._surface)} entries (see session.surface)"
                 )
                 raise EventDataError(msg, event_type=event.type, field="data.surface")
-        elif cls is TurnStartEvent or cls is TurnEndEvent:
+        elif not numbered and (cls is TurnStartEvent or cls is TurnEndEvent):  # a typed payload
             self._check_turn(event.type, payload.turn)  # type: ignore[union-attr]
         if validate and self._validators:
             data = event.data
@@ -481,6 +486,27 @@ class Session:
             state = "no turn is open" if self._open_turn is None else f"the open turn is {self._open_turn}"
             msg = f"{event_type}: data.turn: turn {turn} cannot end: {state}"
             raise EventDataError(msg, event_type=event_type, field="data.turn")
+
+    def _adopt_checked(self, items: Sequence[object]) -> int:
+        """Take over the state ``check_log`` left for this session's id when ``items`` begin with
+        exactly the events it checked (the same objects, in order): those are not checked again.
+
+        Returns how many leading items were adopted (0 when there is nothing to adopt). Only for a
+        new, empty session (the store's ``prepare``).
+        """
+        scratch = _CHECKED_LOGS.pop(self._id, None)
+        if scratch is None or self._log:
+            return 0
+        log = scratch._log
+        if len(log) > len(items) or not all(map(operator.is_, log, items)):
+            return 0
+        self._log.extend(log)
+        self._surface = list(scratch._surface)
+        self._entries = list(scratch._entries)
+        self._messages = list(scratch._messages)
+        self._open_turn = scratch._open_turn
+        self._last_turn = scratch._last_turn
+        return len(log)
 
     def _fold(self, seq: int, op: SurfaceOp | None, message: Message) -> None:
         shown: Message | None = message
@@ -549,6 +575,9 @@ def _type_name(value: object) -> str:
     return value if isinstance(value, str) else str(getattr(value, "type", type(value).__name__))
 
 
+_now: Final = time.time
+_SESSION_EVENT: Final = "session/event"
+
 #: The payload classes an append checks against the session's state.
 _CHECKED: Final = frozenset(
     {TurnStartEvent, TurnEndEvent, *(spec.cls for spec in declared_types() if spec.visible)}
@@ -561,7 +590,10 @@ def check_log(session_id: str, meta: SessionMeta, events: Iterable[SessionEvent]
 
     For a persistence backend that reads a stored log: what append refuses, this refuses, so a
     damaged log is reported where it is stored instead of deep inside ``prepare``. Returns the
-    scratch session (its ``open_turn`` tells whether the log ends inside a turn).
+    scratch session (its ``open_turn`` tells whether the log ends inside a turn). A following
+    ``ctx.sessions.prepare`` of the same id whose seed begins with these same event objects takes
+    over the result instead of checking them again (events appended after them, such as crash
+    repair's, are checked as usual).
 
     :raises EventDataError: for the first event refused; ``.seq`` is its seq, ``.field`` the field.
     """
@@ -574,5 +606,15 @@ def check_log(session_id: str, meta: SessionMeta, events: Iterable[SessionEvent]
             scratch._admit(event, validate=False)
         except EventDataError as exc:
             raise EventDataError(str(exc), event_type=exc.event_type, field=exc.field, seq=event.seq) from None
+    # Resume checks once: a prepare of this id seeded with these very events adopts the result.
+    if len(_CHECKED_LOGS) >= _CHECKED_LOGS_KEPT:
+        _CHECKED_LOGS.pop(next(iter(_CHECKED_LOGS)), None)
+    _CHECKED_LOGS[session_id] = scratch
     return scratch
+
+
+#: The last logs ``check_log`` passed, by session id, for the ``prepare`` that follows a load
+#: (``Session._adopt_checked``); a few, so that loads of several sessions may interleave.
+_CHECKED_LOGS: Final[dict[str, Session]] = {}
+_CHECKED_LOGS_KEPT: Final = 8
 

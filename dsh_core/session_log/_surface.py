@@ -25,13 +25,11 @@ SurfaceOpKind: TypeAlias = Literal["append", "replace"]
 _OPS: Final = frozenset({"append", "replace"})
 
 
-def _validate_op(instance: SurfaceOp, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value not in _OPS:
-        msg = f"SurfaceOp.op must be 'append' or 'replace', got {value!r}"
-        raise ValueError(msg)
+_validate_op: Final = attrs.validators.in_(("append", "replace"))
 
 
 def _validate_bound(instance: SurfaceOp, attribute: attrs.Attribute[Any], value: object) -> None:
+    # Hand-written: attrs' instance_of(int) admits a bool.
     if value is not None and (type(value) is not int or value < 0):
         msg = f"SurfaceOp.{attribute.name} must be an int >= 0 or None, got {value!r}"
         raise (ValueError if type(value) is int else TypeError)(msg)

@@ -23,6 +23,7 @@ Setup: TypeAlias = Callable[["Context"], "Awaitable[None] | None"]
 
 
 def _model_string(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    # Hand-written: the 'provider/model' shape (attrs' matches_re would say only "must match").
     if value is None:
         return
     if not isinstance(value, str):
@@ -35,6 +36,7 @@ def _model_string(instance: object, attribute: attrs.Attribute[Any], value: obje
 
 
 def _positive_int(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    # Hand-written: attrs' instance_of(int) admits a bool.
     if value is None:
         return
     if type(value) is not int:

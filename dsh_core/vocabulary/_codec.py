@@ -36,7 +36,7 @@ from dsh_core.vocabulary._json import (
     thaw_json,
 )
 
-__all__ = ["FieldCodec", "ObjectCodec", "json_field"]
+__all__ = ["TRUSTS_READERS", "FieldCodec", "ObjectCodec", "json_field"]
 
 #: Reads one JSON value at a path (``data.turn``) into a Python value, or raises ``VocabularyError``.
 Reader = Callable[[object, str], Any]
@@ -44,6 +44,13 @@ Reader = Callable[[object, str], Any]
 Encoder = Callable[[Any], Any]
 
 _META: Final = "dsh.json"
+
+#: A class attribute: ``True`` says that the readers its fields' types imply (with their
+#: ``json_field`` options) check everything its validators and converters check, so a value read
+#: from JSON is built without running them again (a third of the cost of a read). Only for classes
+#: whose checks are per field and implied by the field's type; a rule across fields, or a
+#: validator the reader does not mirror, needs the class's own ``__init__``.
+TRUSTS_READERS: Final = "_codec_trusts_readers"
 
 
 @attrs.frozen
@@ -267,6 +274,10 @@ class FieldCodec:
     #: the default value (or factory result) when the key may be absent; ``attrs.NOTHING`` if required
     default: Any
     omit_default: bool
+    #: the keyword the class's ``__init__`` takes the field by
+    alias: str = ""
+    #: makes the value of an absent (or null) key: the field's default, or a fresh one from its factory
+    default_of: Callable[[], Any] = attrs.field(default=lambda: attrs.NOTHING, eq=False, repr=False)
 
 
 class ObjectCodec:
@@ -276,7 +287,7 @@ class ObjectCodec:
     :param errors_at: the field that a rule across fields (the class refusing a value) is about.
     """
 
-    __slots__ = ("_cls", "_errors_at", "_fields", "_keys", "_name", "_tag", "encode", "encode_plain")
+    __slots__ = ("_cls", "_errors_at", "_fields", "_keys", "_name", "_paths", "_tag", "encode", "encode_plain", "read")
 
     def __init__(self, cls: type, *, tag: tuple[str, str] | None = None, errors_at: str | None = None) -> None:
         attrs.resolve_types(cls)
@@ -292,9 +303,11 @@ class ObjectCodec:
             options: _FieldOptions = attribute.metadata.get(_META, _FieldOptions())
             pair, read = _codec_for(attribute.type, options, f"{cls.__name__}.{attribute.name}")
             default = attribute.default
+            default_of = _default_maker(default)
             if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
                 default = default.factory()
-            fields.append(FieldCodec(attribute.name, attribute.alias or attribute.name, read, default, options.omit_default))
+            alias = attribute.alias or attribute.name
+            fields.append(FieldCodec(attribute.name, alias, read, default, options.omit_default, alias, default_of))
             pairs.append(pair)
         self._fields = tuple(fields)
         keys = [field.key for field in fields]
@@ -303,6 +316,10 @@ class ObjectCodec:
         self.encode: Callable[[Any], FrozenDict] = self._compile(pairs, frozen=True)
         #: ``value`` as a plain JSON object (dicts and lists)
         self.encode_plain: Callable[[Any], dict[str, Any]] = self._compile(pairs, frozen=False)
+        #: read and check a JSON object at ``field`` into an instance (see ``read``)
+        self.read: Callable[[object, str], Any] = self._compile_read(
+            trusted=bool(getattr(cls, TRUSTS_READERS, False)) and _trustable(cls)
+        )
 
     def _compile(self, pairs: list[_Pair], *, frozen: bool) -> Any:
         """One function with a line per field, keys in field order: the cost of a hand-written ``to_json``."""
@@ -332,28 +349,108 @@ class ObjectCodec:
     def fields(self) -> tuple[FieldCodec, ...]:
         return self._fields
 
-    def read(self, data: object, field: str) -> Any:
-        """Read and check a JSON object into an instance. :raises VocabularyError: naming the field."""
-        obj = expect_object(data, field)
-        tag = self._tag
-        if tag is not None and obj.get(tag[0]) != tag[1]:
-            refuse(f"{field}.{tag[0]}", f"expected {tag[1]!r}, got {obj.get(tag[0])!r}")
-        kwargs: dict[str, Any] = {}
-        for codec in self._fields:
-            value = obj.get(codec.key)
-            if value is None and codec.default is not attrs.NOTHING:
-                continue  # absent (or null) reads as the default
-            kwargs[codec.name] = codec.read(value, f"{field}.{codec.key}")
-        check_keys(obj, self._keys, field)  # after the fields: a missing one is the likelier mistake
-        try:
-            return self._cls(**kwargs)
-        except (TypeError, ValueError) as exc:
-            if isinstance(exc, VocabularyError):
-                raise
-            _refuse_value(f"{field}.{self._errors_at}" if self._errors_at else field, exc)
+    def _compile_read(self, *, trusted: bool) -> Any:
+        """One function reading every field in a line of its own, checking as it goes.
+
+        The paths of the fields (``data.turn``) are made once per ``field`` prefix and cached, so a
+        read that succeeds builds no string. With ``trusted`` (the class says its readers check
+        everything its validators and converters do, see ``TRUSTS_READERS``) the instance is
+        built straight into its slots; otherwise through the class, whose own refusals (a rule
+        across fields) become a ``VocabularyError`` at ``errors_at``.
+        """
+        self._paths: dict[str, tuple[str, ...]] = {}
+        namespace: dict[str, Any] = {
+            "_expect": expect_object,
+            "_check_keys": check_keys,
+            "_keys": self._keys,
+            "_paths": self._paths,
+            "_make_paths": self._make_paths,
+            "_dict": dict,
+            "_FrozenDict": FrozenDict,
+            "_build_error": self._build_error,
+        }
+        lines = [
+            "def read(data, field):",
+            "    obj = data if data.__class__ is _dict or data.__class__ is _FrozenDict else _expect(data, field)",
+            "    paths = _paths.get(field) or _make_paths(field)",
+        ]
+        if self._tag is not None:
+            namespace["_tag_key"], namespace["_tag_value"] = self._tag
+            namespace["_refuse_tag"] = self._refuse_tag
+            lines.append("    if obj.get(_tag_key) != _tag_value:")
+            lines.append("        _refuse_tag(obj, field)")
+        lines.append("    get = obj.get")
+        for index, codec in enumerate(self._fields):
+            namespace[f"_r{index}"] = codec.read
+            if codec.default is attrs.NOTHING:
+                lines.append(f"    a{index} = _r{index}(get({codec.key!r}), paths[{index}])")
+                continue
+            lines.append(f"    a{index} = get({codec.key!r})")
+            lines.append(f"    if a{index} is None:")
+            namespace[f"_d{index}"] = codec.default_of
+            lines.append(f"        a{index} = _d{index}()")
+            lines.append("    else:")
+            lines.append(f"        a{index} = _r{index}(a{index}, paths[{index}])")
+        # after the fields: a missing one is the likelier mistake
+        lines.append("    if not obj.keys() <= _keys:")
+        lines.append("        _check_keys(obj, _keys, field)")
+        if trusted:
+            namespace["_new"] = object.__new__
+            namespace["_cls"] = self._cls
+            lines.append("    value = _new(_cls)")
+            for index, codec in enumerate(self._fields):
+                namespace[f"_s{index}"] = getattr(self._cls, codec.name).__set__  # a slot descriptor
+                lines.append(f"    _s{index}(value, a{index})")
+            lines.append("    return value")
+        else:
+            namespace["_init"] = self._cls
+            keywords = ", ".join(f"{codec.alias}=a{index}" for index, codec in enumerate(self._fields))
+            lines.append("    try:")
+            lines.append(f"        return _init({keywords})")
+            lines.append("    except (TypeError, ValueError) as exc:")
+            lines.append("        _build_error(field, exc)")
+        source = "\n".join(lines) + "\n"
+        exec(source, namespace)  # the source is built above from attrs field names only
+        return namespace["read"]
+
+    def _make_paths(self, field: str) -> tuple[str, ...]:
+        paths = tuple([f"{field}.{codec.key}" for codec in self._fields])
+        if len(self._paths) < 64:  # a bounded cache: item paths (``prefix[7]``) are many
+            self._paths[field] = paths
+        return paths
+
+    def _refuse_tag(self, obj: Any, field: str) -> NoReturn:
+        key, value = self._tag  # type: ignore[misc]  # only compiled in with a tag
+        refuse(f"{field}.{key}", f"expected {value!r}, got {obj.get(key)!r}")
+
+    def _build_error(self, field: str, exc: Exception) -> NoReturn:
+        if isinstance(exc, VocabularyError):
+            raise exc
+        _refuse_value(f"{field}.{self._errors_at}" if self._errors_at else field, exc)
 
     def __repr__(self) -> str:
         return f"<ObjectCodec {self._name}>"
+
+
+def _default_maker(default: Any) -> Callable[[], Any]:
+    if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+        if default.takes_self:
+            msg = "a codec field's default factory may not take self"
+            raise TypeError(msg)
+        factory: Callable[[], Any] = default.factory
+        return factory
+    return lambda: default
+
+
+def _trustable(cls: type) -> bool:
+    """Whether instances may be built straight into their slots: every field is set by ``__init__``,
+    and nothing runs after it (``__attrs_post_init__``)."""
+    return (
+        "__slots__" in cls.__dict__
+        and not hasattr(cls, "__attrs_post_init__")
+        and not hasattr(cls, "__attrs_pre_init__")
+        and all(attribute.init for attribute in attrs.fields(cls))
+    )
 
 
 def _refuse_value(field: str, exc: Exception) -> NoReturn:

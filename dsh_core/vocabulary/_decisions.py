@@ -230,10 +230,7 @@ ContinuationAction: TypeAlias = Literal["continue", "stop"]
 _ACTIONS: Final = frozenset({"continue", "stop"})
 
 
-def _validate_action(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value not in _ACTIONS:
-        msg = f"ContinuationDecision.action must be 'continue' or 'stop', got {value!r}"
-        raise ValueError(msg)
+_validate_action: Final = attrs.validators.in_(("continue", "stop"))
 
 
 @attrs.frozen

@@ -101,7 +101,10 @@ def _where(instance: object, attribute: attrs.Attribute[Any]) -> str:
 
 
 def _count(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    """A non-negative int (an index, a token count); a bool is not one."""
+    """A non-negative int (an index, a token count); a bool is not one.
+
+    Hand-written (like ``_positive``): attrs' ``instance_of(int)`` admits a bool.
+    """
     if type(value) is not int or value < 0:
         got = repr(value) if type(value) is int else type(value).__name__
         msg = f"{_where(instance, attribute)} must be an int >= 0, got {got}"
@@ -126,15 +129,8 @@ def _positive(instance: object, attribute: attrs.Attribute[Any], value: object) 
     _optional_positive(instance, attribute, value)
 
 
-def _one_of(choices: frozenset[str]) -> Callable[[object, attrs.Attribute[Any], object], None]:
-    listed = ", ".join(sorted(choices))
-
-    def validate(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-        if type(value) is not str or value not in choices:
-            msg = f"{_where(instance, attribute)} must be one of {listed}; got {value!r}"
-            raise (ValueError if isinstance(value, str) else TypeError)(msg)
-
-    return validate
+def _one_of(choices: frozenset[str]) -> Any:
+    return attrs.validators.in_(tuple(sorted(choices)))  # sorted: the message lists them in order
 
 
 def _optional_number(value: object) -> float | None:
@@ -150,10 +146,7 @@ def _optional_number(value: object) -> float | None:
     raise TypeError(msg)
 
 
-def _non_negative_number(instance: object, attribute: attrs.Attribute[Any], value: float | None) -> None:
-    if value is not None and value < 0:
-        msg = f"{_where(instance, attribute)} must be >= 0, got {value!r}"
-        raise ValueError(msg)
+_non_negative_number: Final = attrs.validators.optional(attrs.validators.ge(0))
 
 
 # ---------------------------------------------------------------------- failure
@@ -175,6 +168,7 @@ class Failure:
     )
 
     _json_codec: ClassVar[ObjectCodec]
+    _codec_trusts_readers: ClassVar[bool] = True
 
     def to_json(self) -> dict[str, Any]:
         return _FAILURE_JSON.encode_plain(self)
@@ -201,6 +195,7 @@ class TextDelta:
     text: str = attrs.field(validator=validate_str)
 
     _json_codec: ClassVar[ObjectCodec]
+    _codec_trusts_readers: ClassVar[bool] = True
 
     def to_json(self) -> dict[str, Any]:
         return _TEXT_DELTA_JSON.encode_plain(self)
@@ -223,6 +218,7 @@ class ReasoningDelta:
     text: str = attrs.field(validator=validate_str)
 
     _json_codec: ClassVar[ObjectCodec]
+    _codec_trusts_readers: ClassVar[bool] = True
 
     def to_json(self) -> dict[str, Any]:
         return _REASONING_DELTA_JSON.encode_plain(self)
@@ -248,6 +244,7 @@ class ToolCallDelta:
     arguments: str = attrs.field(default="", validator=validate_str)
 
     _json_codec: ClassVar[ObjectCodec]
+    _codec_trusts_readers: ClassVar[bool] = True
 
     def to_json(self) -> dict[str, Any]:
         return _TOOL_CALL_DELTA_JSON.encode_plain(self)
@@ -288,6 +285,7 @@ class Usage:
         )
 
     _json_codec: ClassVar[ObjectCodec]
+    _codec_trusts_readers: ClassVar[bool] = True
 
     def to_json(self) -> dict[str, Any]:
         return _USAGE_JSON.encode_plain(self)
@@ -303,6 +301,7 @@ _USAGE_JSON: Final = ObjectCodec(Usage, tag=('type', 'usage'))
 Usage._json_codec = _USAGE_JSON
 
 def _finish_error(instance: Finish, attribute: attrs.Attribute[Any], value: object) -> None:
+    # Hand-written: a rule across fields (the error goes with the reason), which attrs cannot say.
     if value is not None and not isinstance(value, Failure):
         msg = f"Finish.error must be a Failure or None, got {type(value).__name__}"
         raise TypeError(msg)
@@ -393,6 +392,7 @@ class LlmCallConfig:
     reasoning_effort: str | None = attrs.field(default=None, validator=validate_optional_str)
 
     _json_codec: ClassVar[ObjectCodec]
+    _codec_trusts_readers: ClassVar[bool] = True
 
     def to_json(self) -> dict[str, Any]:
         return _LLM_CALL_CONFIG_JSON.encode_plain(self)
@@ -448,12 +448,25 @@ def _to_messages(value: object) -> Sequence[Message]:
     return messages
 
 
+#: Tool tuples already checked, by id (held here, so an id cannot be reused while listed): the loop
+#: sends the same tools every step, and a tuple of frozen schemas cannot change.
+_CHECKED_TOOLS: dict[int, tuple[FrozenDict, ...]] = {}
+
+
 def _to_tools(value: object) -> tuple[FrozenDict, ...]:
     """Tool schemas ``{"name", "description", "parameters"}``, frozen."""
+    if value.__class__ is tuple and _CHECKED_TOOLS.get(id(value)) is value:
+        return value  # checked before, and immutable
     if not isinstance(value, list | tuple):
         msg = f"LlmRequest.tools must be a sequence of tool schemas, got {type(value).__name__}"
         raise TypeError(msg)
-    return tuple([_to_tool(schema, f"tools[{index}]") for index, schema in enumerate(value)])
+    tools = tuple([_to_tool(schema, f"tools[{index}]") for index, schema in enumerate(value)])
+    if len(_CHECKED_TOOLS) >= 32:
+        _CHECKED_TOOLS.clear()
+    _CHECKED_TOOLS[id(tools)] = tools
+    if value.__class__ is tuple and all(a is b for a, b in zip(tools, value, strict=True)):
+        _CHECKED_TOOLS[id(value)] = value
+    return tools
 
 
 def _to_tool(schema: object, where: str) -> FrozenDict:
@@ -474,7 +487,8 @@ def _check_tool(schema: Mapping[str, Any], where: str) -> None:
 
 
 def _optional_signal(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and not hasattr(value, "cancelled"):  # isinstance on a Protocol is slow
+    # Hand-written: attrs has no "has this attribute" check, and isinstance on a Protocol is slow.
+    if value is not None and not hasattr(value, "cancelled"):
         kind = type(value).__name__
         msg = f"LlmRequest.signal must have a 'cancelled' attribute (a CancelSignal), got {kind}"
         raise TypeError(msg)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 import attrs
 
@@ -53,16 +53,8 @@ class ToolExecution:
 _ERROR_CODES: frozenset[str] = frozenset(typing.get_args(ToolErrorCode))
 
 
-def _error_code(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and value not in _ERROR_CODES:
-        msg = f"ToolResult.error_code must be one of {sorted(_ERROR_CODES)} or None, got {value!r}"
-        raise (ValueError if isinstance(value, str) else TypeError)(msg)
-
-
-def _is_bool(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if type(value) is not bool:
-        msg = f"ToolResult.is_error must be a bool, got {type(value).__name__}"
-        raise TypeError(msg)
+_error_code: Final = attrs.validators.optional(attrs.validators.in_(tuple(sorted(_ERROR_CODES))))
+_is_bool: Final = attrs.validators.instance_of(bool)
 
 
 @attrs.frozen
