@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 
 from dsh_core import hookimpl, hookspec
-from dsh_core._dispatch import Dispatcher, new_plugin_manager
+from dsh_core.host import Dispatcher, new_plugin_manager
 
 ROUNDS = 20_000
 

@@ -32,9 +32,9 @@ import anyio
 from dsh_persistence_jsonl import PersistencePlugin, _writer
 
 from dsh_core import AgentOptions, ContinuationDecision, Harness, Text, UserMessage, hookimpl
-from dsh_core._content import AssistantMessage
 from dsh_core.llm import Finish, TextDelta
 from dsh_core.testing import ScriptedModel
+from dsh_core.vocabulary import AssistantMessage
 
 OPTIONS = AgentOptions(model="scripted/bench")
 

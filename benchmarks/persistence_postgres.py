@@ -33,9 +33,9 @@ from dsh_persistence_postgres._schema import Statements, ensure_schema
 from dsh_persistence_postgres.testing import temporary_postgres
 
 from dsh_core import AgentOptions, ContinuationDecision, Harness, Text, UserMessage, hookimpl
-from dsh_core._content import AssistantMessage
 from dsh_core.llm import Finish, TextDelta
 from dsh_core.testing import ScriptedModel
+from dsh_core.vocabulary import AssistantMessage
 
 OPTIONS = AgentOptions(model="scripted/bench")
 

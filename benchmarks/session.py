@@ -20,11 +20,10 @@ import anyio
 from _compare import main as compare_main
 
 from dsh_core import Context, Harness, hookimpl
-from dsh_core._assembler import BlockAssembler
-from dsh_core._content import AssistantMessage, Text, ToolCall, ToolResultMessage, UserMessage
-from dsh_core._defaults.llm_runtime import LlmRuntime
-from dsh_core._defaults.sessions import Session
-from dsh_core._llm_types import Chunk, Finish, LlmRequest, ModelInfo, TextDelta, Usage
+from dsh_core.llm import BlockAssembler, Chunk, Finish, LlmRequest, ModelInfo, TextDelta, Usage
+from dsh_core.services.llm_runtime import LlmRuntime
+from dsh_core.services.sessions import Session
+from dsh_core.vocabulary import AssistantMessage, Text, ToolCall, ToolResultMessage, UserMessage
 
 ROUNDS = 5
 
@@ -54,7 +53,7 @@ def chunk_appender(session: Session) -> Callable[[], object]:
     try:
         from dsh_core.session_log import AssistantChunkEvent
     except ImportError:  # a tree before the catalogue: the loop froze the dict by hand
-        from dsh_core._json import frozen_trusted  # type: ignore[attr-defined, unused-ignore]
+        from dsh_core.vocabulary import frozen_trusted  # type: ignore[attr-defined, unused-ignore]
 
         def old_way() -> object:
             chunk = frozen_trusted(DELTA.to_json())

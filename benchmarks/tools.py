@@ -14,8 +14,8 @@ from typing import Any
 import anyio
 
 from dsh_core import CancelSignal, Context, Harness, hookimpl
-from dsh_core._tool_def import tool
-from dsh_core._tool_types import ToolExecution, ToolResult
+from dsh_core.tools import tool
+from dsh_core.vocabulary import ToolExecution, ToolResult
 
 CALLS = 20_000
 ROUNDS = 5

@@ -11,19 +11,26 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from dsh_core._agent_types import AgentOptions, AgentStatus, TurnOutcome
-from dsh_core._content import Image, Text, UserMessage, new_id
-from dsh_core._errors import AgentDisposedError
-from dsh_core._signal import CancelSignal
 from dsh_core.session_log import ContextMessageEvent, InboxClearedEvent, InboxQueuedEvent
+from dsh_core.vocabulary import (
+    AgentDisposedError,
+    AgentOptions,
+    AgentStatus,
+    CancelSignal,
+    Image,
+    Text,
+    TurnOutcome,
+    UserMessage,
+    new_id,
+)
 
 from ._header import HeaderLog
 from ._inbox import Inbox, InboxKind, Queued
 
 if TYPE_CHECKING:
-    from dsh_core._content import Message
-    from dsh_core._context import Context
-    from dsh_core._defaults.sessions import Session
+    from dsh_core.host import Context
+    from dsh_core.services.sessions import Session
+    from dsh_core.vocabulary import Message
 
 __all__ = ["Agent"]
 

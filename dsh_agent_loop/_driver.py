@@ -12,11 +12,7 @@ import logging
 import anyio
 import attrs
 
-from dsh_core._agent_types import TurnOutcome
-from dsh_core._content import AssistantMessage, UserMessage
-from dsh_core._decisions import Allow, Block, ContinuationDecision, ContinuationStop
-from dsh_core._llm_types import Failure
-from dsh_core._signal import CancelSignal
+from dsh_core.llm import Failure
 from dsh_core.session_log import (
     ContextMessageEvent,
     InboxClearedEvent,
@@ -25,6 +21,16 @@ from dsh_core.session_log import (
     TurnEndEvent,
     TurnStartEvent,
     UserMessageEvent,
+)
+from dsh_core.vocabulary import (
+    Allow,
+    AssistantMessage,
+    Block,
+    CancelSignal,
+    ContinuationDecision,
+    ContinuationStop,
+    TurnOutcome,
+    UserMessage,
 )
 
 from ._agent import Agent

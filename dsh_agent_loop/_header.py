@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from dsh_core._content import Message
-from dsh_core._defaults.sessions import Session
-from dsh_core._llm_types import LlmCallConfig
+from dsh_core.llm import LlmCallConfig
+from dsh_core.services.sessions import Session
 from dsh_core.session_log import RequestHeaderDeltaEvent, RequestHeaderEvent
+from dsh_core.vocabulary import Message
 
 __all__ = ["HeaderLog"]
 

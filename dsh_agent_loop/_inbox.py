@@ -13,9 +13,8 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
-from dsh_core._content import UserMessage
-from dsh_core._session_event import SessionEvent
-from dsh_core.session_log import InboxClearedEvent, InboxKind, InboxQueuedEvent
+from dsh_core.session_log import InboxClearedEvent, InboxKind, InboxQueuedEvent, SessionEvent
+from dsh_core.vocabulary import UserMessage
 
 __all__ = ["Inbox", "InboxKind", "Queued"]
 

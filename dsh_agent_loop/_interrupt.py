@@ -7,8 +7,7 @@ from contextlib import contextmanager
 
 import anyio
 
-from dsh_core._content import AssistantMessage
-from dsh_core._signal import CancelSignal
+from dsh_core.vocabulary import AssistantMessage, CancelSignal
 
 __all__ = ["Aborted", "check", "interruptible"]
 

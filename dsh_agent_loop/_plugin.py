@@ -20,12 +20,18 @@ from typing import Any, Self
 import anyio
 import attrs
 
-from dsh_core._agent_types import AgentOptions, Setup, TurnOutcome
-from dsh_core._context import Context, Effect
-from dsh_core._errors import ConfigError, DshError, DuplicateRegistrationError, MissingServiceError
-from dsh_core._persistence import SessionPersistence
-from dsh_core._session_event import SessionEvent
-from dsh_core.session_log import TurnStartEvent
+from dsh_core.host import Context, Effect
+from dsh_core.services import SessionPersistence
+from dsh_core.session_log import SessionEvent, TurnStartEvent
+from dsh_core.vocabulary import (
+    AgentOptions,
+    ConfigError,
+    DshError,
+    DuplicateRegistrationError,
+    MissingServiceError,
+    Setup,
+    TurnOutcome,
+)
 
 from ._agent import Agent
 from ._driver import drive

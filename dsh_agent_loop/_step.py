@@ -9,12 +9,8 @@ import anyio
 import anyio.lowlevel
 import attrs
 
-from dsh_core._assembler import BlockAssembler
-from dsh_core._content import AssistantMessage, Message, ToolResultMessage, UserMessage
-from dsh_core._decisions import Retry
-from dsh_core._defaults.agents import assemble_context_for
-from dsh_core._llm_types import Failure, LlmCallConfig, LlmRequest, Usage
-from dsh_core._signal import CancelSignal
+from dsh_core.llm import BlockAssembler, Failure, LlmCallConfig, LlmRequest, Usage
+from dsh_core.services.agents import assemble_context_for
 from dsh_core.session_log import (
     AssistantChunkEvent,
     AssistantMessageEvent,
@@ -22,6 +18,7 @@ from dsh_core.session_log import (
     SteeringMessageEvent,
     StepStartEvent,
 )
+from dsh_core.vocabulary import AssistantMessage, CancelSignal, Message, Retry, ToolResultMessage, UserMessage
 
 from ._agent import Agent
 from ._interrupt import check, interruptible

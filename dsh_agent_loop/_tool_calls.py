@@ -11,10 +11,16 @@ from collections.abc import Sequence
 
 import anyio
 
-from dsh_core._content import Text, ToolCall, ToolResultMessage
-from dsh_core._signal import CancelSignal
-from dsh_core._tool_types import ToolErrorCode, ToolExecution, ToolResult
 from dsh_core.session_log import ToolCallEvent, ToolResultEvent
+from dsh_core.vocabulary import (
+    CancelSignal,
+    Text,
+    ToolCall,
+    ToolErrorCode,
+    ToolExecution,
+    ToolResult,
+    ToolResultMessage,
+)
 
 from ._agent import Agent
 

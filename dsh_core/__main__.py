@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from ._catalog_doc import render_event_catalog, render_session_log
-from ._host import installed_plugins
+from dsh_core._catalog_doc import render_event_catalog, render_session_log
+from dsh_core.host._harness import installed_plugins
 
 
 def _plugins() -> str:

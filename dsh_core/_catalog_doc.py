@@ -9,9 +9,9 @@ from typing import Any, cast
 
 import attrs
 
-from . import hookspecs, session_log
-from ._log_spec import declared_types
-from ._markers import EventSpec, spec_of
+from dsh_core import hookspecs, session_log
+from dsh_core.host._markers import EventSpec, spec_of
+from dsh_core.session_log._spec import declared_types
 
 __all__ = ["render_event_catalog", "render_session_log"]
 

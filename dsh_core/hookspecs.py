@@ -16,12 +16,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from ._markers import hookspec
+from dsh_core.host._markers import hookspec
 
 if TYPE_CHECKING:
-    from ._agent_types import Agent
-    from ._content import AssistantMessage, Message, UserMessage
-    from ._decisions import (
+    from dsh_core.services.sessions import Session
+    from dsh_core.session_log._event import SessionEvent
+    from dsh_core.vocabulary._agent_types import Agent
+    from dsh_core.vocabulary._content import AssistantMessage, Message, UserMessage
+    from dsh_core.vocabulary._decisions import (
         Accept,
         Allow,
         Ask,
@@ -32,11 +34,9 @@ if TYPE_CHECKING:
         Reject,
         Retry,
     )
-    from ._defaults.sessions import Session
-    from ._llm_types import Failure, LlmCallConfig
-    from ._session_event import SessionEvent
-    from ._signal import CancelSignal
-    from ._tool_types import ToolExecution, ToolResult
+    from dsh_core.vocabulary._llm_types import Failure, LlmCallConfig
+    from dsh_core.vocabulary._signal import CancelSignal
+    from dsh_core.vocabulary._tool_types import ToolExecution, ToolResult
 
 # ---------------------------------------------------------------------- agent lifecycle
 

@@ -6,40 +6,36 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from dsh_core._content import (
+from dsh_core.session_log import SURFACE_EVENT_TYPES, SessionEvent, SurfaceOp
+from dsh_core.vocabulary import (
+    FAILURE_CODES,
     SOURCE_KINDS,
-    AssistantMessage,
-    Image,
-    Reasoning,
-    Text,
-    ToolCall,
-    ToolResultMessage,
-    UserMessage,
-)
-from dsh_core._decisions import (
     Accept,
     Allow,
     Ask,
+    AssistantMessage,
     Block,
     ContinuationDecision,
     ContinuationStop,
     Deny,
-    Reject,
-    Retry,
-)
-from dsh_core._llm_types import (
-    FAILURE_CODES,
     Failure,
     Finish,
+    Image,
     LlmCallConfig,
     LlmRequest,
     ModelInfo,
+    Reasoning,
     ReasoningDelta,
+    Reject,
+    Retry,
+    Text,
     TextDelta,
+    ToolCall,
     ToolCallDelta,
+    ToolResultMessage,
     Usage,
+    UserMessage,
 )
-from dsh_core._session_event import SURFACE_EVENT_TYPES, SessionEvent, SurfaceOp
 
 # ---------------------------------------------------------------------- JSON
 

@@ -1,4 +1,4 @@
-"""Tests for dsh_core._defaults.agents: the factory slot, enter/detach, announce and the helpers."""
+"""Tests for dsh_core.services.agents: the factory slot, enter/detach, announce and the helpers."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import attrs
 import pytest
 
 from dsh_core import Context, DuplicateRegistrationError, hookimpl
-from dsh_core._agent_types import AgentOptions, Setup
-from dsh_core._defaults.agents import MissingAgentFactoryError, agent_events, assemble_context_for
+from dsh_core.services.agents import MissingAgentFactoryError, agent_events, assemble_context_for
+from dsh_core.vocabulary import AgentOptions, Setup
 
 pytestmark = pytest.mark.anyio
 

@@ -9,9 +9,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh_core._assembler import BlockAssembler
-from dsh_core._content import Reasoning, Text, ToolCall
-from dsh_core._llm_types import Chunk, Failure, Finish, ReasoningDelta, TextDelta, ToolCallDelta, Usage
+from dsh_core.llm import (
+    BlockAssembler,
+    Chunk,
+    Failure,
+    Finish,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallDelta,
+    Usage,
+)
+from dsh_core.vocabulary import Reasoning, Text, ToolCall
 
 from . import strategies as s
 

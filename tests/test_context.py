@@ -7,9 +7,8 @@ from typing import Any
 import pytest
 
 from dsh_core import Context, MissingServiceError, ScopeDisposedError, hookimpl, hookspecs
-from dsh_core._context import Services
-from dsh_core._dispatch import Dispatcher, new_plugin_manager
-from dsh_core._errors import DuplicateRegistrationError
+from dsh_core.host import Dispatcher, Services, new_plugin_manager
+from dsh_core.vocabulary import DuplicateRegistrationError
 
 pytestmark = pytest.mark.anyio
 

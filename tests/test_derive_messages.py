@@ -10,7 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh_core import EventDataError
-from dsh_core._content import (
+from dsh_core.host import Dispatcher, new_plugin_manager
+from dsh_core.services.sessions import Session, SessionStore
+from dsh_core.session_log import SURFACE_EVENT_TYPES, SessionEvent, SurfaceOp
+from dsh_core.vocabulary import (
     AssistantMessage,
     Message,
     Reasoning,
@@ -20,9 +23,6 @@ from dsh_core._content import (
     UserMessage,
     message_from_json,
 )
-from dsh_core._defaults.sessions import Session, SessionStore
-from dsh_core._dispatch import Dispatcher, new_plugin_manager
-from dsh_core._session_event import SURFACE_EVENT_TYPES, SessionEvent, SurfaceOp
 
 USER_TYPES = ("user/message", "context/message", "steering/message")
 words = st.text(alphabet="abcxyz ", max_size=6)

@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from dsh_core import hookimpl, hookspec
-from dsh_core._dispatch import Dispatcher, check_guards, new_plugin_manager
+from dsh_core.host import Dispatcher, check_guards, new_plugin_manager
 
 pytestmark = pytest.mark.anyio
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from dsh_core import hookspecs
 from dsh_core._catalog_doc import render_event_catalog
-from dsh_core._markers import event_name_for, spec_of
+from dsh_core.host import event_name_for, spec_of
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "events.md"
 

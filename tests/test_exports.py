@@ -4,13 +4,29 @@ from __future__ import annotations
 
 import dsh_agent_loop
 import dsh_core
+import dsh_core.host
 import dsh_core.llm
+import dsh_core.services
+import dsh_core.session_log
 import dsh_core.testing
+import dsh_core.tools
+import dsh_core.vocabulary
 
 
 def test_fronts_are_exact() -> None:
     """__all__ lists exactly the public names of each package's namespace."""
-    for module in (dsh_core, dsh_core.llm, dsh_core.testing, dsh_agent_loop):
+    fronts = (
+        dsh_core,
+        dsh_core.llm,
+        dsh_core.testing,
+        dsh_core.vocabulary,
+        dsh_core.session_log,
+        dsh_core.host,
+        dsh_core.tools,
+        dsh_core.services,
+        dsh_agent_loop,
+    )
+    for module in fronts:
         public = {name for name in vars(module) if not name.startswith("_")} - {"annotations"}
         public -= {name for name in public if type(getattr(module, name)).__name__ == "module"}
         assert set(module.__all__) == public, module.__name__

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh_core._errors import DshError
-from dsh_core._json import (
+from dsh_core.vocabulary import (
     MAX_DEPTH,
+    DshError,
     FrozenDict,
     JsonValueError,
     dumps_json,

@@ -10,9 +10,9 @@ import anyio
 import pytest
 
 from dsh_core import CancelSignal, Context, DuplicateRegistrationError
-from dsh_core._content import UserMessage
-from dsh_core._defaults.llm_runtime import LlmRuntime, UnknownProviderError, failure_from_exception
-from dsh_core._llm_types import Chunk, Failure, Finish, LlmRequest, ModelInfo, TextDelta, Usage
+from dsh_core.llm import Chunk, Failure, Finish, LlmRequest, ModelInfo, TextDelta, Usage
+from dsh_core.services.llm_runtime import LlmRuntime, UnknownProviderError, failure_from_exception
+from dsh_core.vocabulary import UserMessage
 
 pytestmark = pytest.mark.anyio
 

@@ -8,8 +8,8 @@ import anyio
 import pytest
 
 from dsh_core import Allow, Block, ToolExecution, hookimpl, tool
-from dsh_core._content import ToolResultMessage, UserMessage
 from dsh_core.testing import Reply, ScriptedModel
+from dsh_core.vocabulary import ToolResultMessage, UserMessage
 
 from .loop_kit import MODEL, running, trail
 

@@ -11,8 +11,8 @@ import anyio
 import pytest
 
 from dsh_core import Block, ContinuationStop, SessionEvent, hookimpl, tool
-from dsh_core._content import UserMessage
 from dsh_core.testing import ScriptedModel
+from dsh_core.vocabulary import UserMessage
 
 from .loop_kit import MODEL, running, trail, turn_end, turn_trail
 

@@ -12,8 +12,8 @@ import attrs
 import pytest
 
 from dsh_core import Context, SessionEvent, tool
-from dsh_core._content import UserMessage
 from dsh_core.testing import ScriptedModel
+from dsh_core.vocabulary import UserMessage
 
 from .loop_kit import MODEL, running
 

@@ -1,4 +1,4 @@
-"""Tests for dsh_core._schema_check: the fast acceptor never accepts what jsonschema rejects."""
+"""Tests for dsh_core.tools._schema_check: the fast acceptor never accepts what jsonschema rejects."""
 
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh_core._json import thaw_json
-from dsh_core._schema_check import compile_acceptor
-from dsh_core._tool_def import tool
+from dsh_core.tools import compile_acceptor, tool
+from dsh_core.vocabulary import thaw_json
 
 
 class Mode(enum.Enum):

@@ -7,9 +7,8 @@ import json
 import anyio
 import pytest
 
-from dsh_core._assembler import BlockAssembler
-from dsh_core._content import Reasoning, Text, ToolCall, UserMessage
-from dsh_core._llm_types import (
+from dsh_core.llm import (
+    BlockAssembler,
     Chunk,
     Failure,
     Finish,
@@ -21,7 +20,8 @@ from dsh_core._llm_types import (
     ToolCallDelta,
     Usage,
 )
-from dsh_core.testing._scripted import Reply, ScriptedModel
+from dsh_core.testing import Reply, ScriptedModel
+from dsh_core.vocabulary import Reasoning, Text, ToolCall, UserMessage
 
 pytestmark = pytest.mark.anyio
 

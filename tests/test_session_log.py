@@ -17,9 +17,7 @@ from hypothesis import strategies as st
 import tests.strategies as s
 from dsh_core import Context, EventDataError, Harness, SessionEvent, SurfaceOp
 from dsh_core._catalog_doc import render_session_log
-from dsh_core._content import AssistantMessage, Reasoning, Text, ToolCall, ToolResultMessage, UserMessage
-from dsh_core._json import FrozenDict, dumps_json, loads_json
-from dsh_core._llm_types import Failure, Finish, LlmCallConfig, TextDelta, ToolCallDelta, Usage
+from dsh_core.llm import Failure, Finish, LlmCallConfig, TextDelta, ToolCallDelta, Usage
 from dsh_core.session_log import (
     CONSUMING_EVENT_TYPES,
     SURFACE_EVENT_TYPES,
@@ -43,6 +41,17 @@ from dsh_core.session_log import (
     declared_types,
     log_event,
     read_payload,
+)
+from dsh_core.vocabulary import (
+    AssistantMessage,
+    FrozenDict,
+    Reasoning,
+    Text,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+    dumps_json,
+    loads_json,
 )
 
 pytestmark = pytest.mark.anyio

@@ -19,10 +19,9 @@ from dsh_core import (
     VocabularyError,
     hookimpl,
 )
-from dsh_core._content import AssistantMessage, Reasoning, Text, ToolResultMessage, UserMessage
-from dsh_core._defaults.sessions import Session, SessionMeta, SessionStore
-from dsh_core._json import FrozenDict
-from dsh_core._session_event import SessionEvent, SurfaceOp
+from dsh_core.services.sessions import Session, SessionMeta, SessionStore
+from dsh_core.session_log import SessionEvent, SurfaceOp
+from dsh_core.vocabulary import AssistantMessage, FrozenDict, Reasoning, Text, ToolResultMessage, UserMessage
 
 pytestmark = pytest.mark.anyio
 

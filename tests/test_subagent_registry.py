@@ -1,4 +1,4 @@
-"""Tests for dsh_core._defaults.subagents: the provider registry, its scoping, and the request/result values."""
+"""Tests for dsh_core.services.subagents: the provider registry, its scoping, and the request/result values."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import attrs
 import pytest
 
 from dsh_core import Context, DuplicateRegistrationError, Harness, ScopeDisposedError
-from dsh_core._agent_types import Agent
-from dsh_core._defaults.subagents import (
+from dsh_core.llm import Failure
+from dsh_core.services.subagents import (
     SubagentProvider,
     SubagentRefusedError,
     SubagentRegistryPlugin,
@@ -21,7 +21,7 @@ from dsh_core._defaults.subagents import (
     SubagentsView,
     UnknownSubagentProviderError,
 )
-from dsh_core.llm import Failure
+from dsh_core.vocabulary import Agent
 
 pytestmark = pytest.mark.anyio
 

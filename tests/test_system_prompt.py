@@ -1,4 +1,4 @@
-"""Tests for dsh_core._defaults.system_prompt: layers, shadowing, order, providers and rendering."""
+"""Tests for dsh_core.services.system_prompt: layers, shadowing, order, providers and rendering."""
 
 from __future__ import annotations
 
@@ -9,19 +9,19 @@ from typing import Any
 import pytest
 
 from dsh_core import Context, DuplicateRegistrationError, ScopeDisposedError
-from dsh_core._defaults.system_prompt import (
+from dsh_core.services import (
+    MalformedPromptReferenceError,
+    MissingPromptValueError,
+    PromptRenderError,
+    UnknownPromptVariableError,
+)
+from dsh_core.services.system_prompt import (
     DEFAULT_PERSONA,
     HARNESS_IDENTITY,
     Assembly,
     AssemblyContext,
     PromptSection,
     render_prompt,
-)
-from dsh_core._prompt_errors import (
-    MalformedPromptReferenceError,
-    MissingPromptValueError,
-    PromptRenderError,
-    UnknownPromptVariableError,
 )
 
 pytestmark = pytest.mark.anyio

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dsh_core import Context, Harness, Tool, ToolExecution, ToolResult, tool
-from dsh_core._defaults._tool_arguments import MAX_ARGUMENT_DEPTH
+from dsh_core.tools import MAX_ARGUMENT_DEPTH
 
 pytestmark = pytest.mark.anyio
 

@@ -1,4 +1,4 @@
-"""Tests for dsh_core._tool_def: the Tool value, the @tool decorator and its JSON Schemas."""
+"""Tests for dsh_core.tools._definition: the Tool value, the @tool decorator and its JSON Schemas."""
 
 from __future__ import annotations
 
@@ -10,9 +10,8 @@ import attrs
 import jsonschema
 import pytest
 
-from dsh_core._json import FrozenDict, thaw_json
-from dsh_core._tool_def import Tool, tool
-from dsh_core._tool_types import ToolExecution
+from dsh_core.tools import Tool, tool
+from dsh_core.vocabulary import FrozenDict, ToolExecution, thaw_json
 
 
 class Color(enum.Enum):

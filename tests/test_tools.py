@@ -1,4 +1,4 @@
-"""Tests for dsh_core._defaults.tools: the scoped registry, schemas and the execution pipeline."""
+"""Tests for dsh_core.services.tools: the scoped registry, schemas and the execution pipeline."""
 
 from __future__ import annotations
 
@@ -11,10 +11,8 @@ import attrs
 import pytest
 
 from dsh_core import CancelSignal, Context, DuplicateRegistrationError, hookimpl
-from dsh_core._content import Image, Text
-from dsh_core._decisions import Accept, Allow, Ask, Deny, Reject
-from dsh_core._tool_def import Tool, tool
-from dsh_core._tool_types import ToolExecution, ToolResult
+from dsh_core.tools import Tool, tool
+from dsh_core.vocabulary import Accept, Allow, Ask, Deny, Image, Reject, Text, ToolExecution, ToolResult
 
 pytestmark = pytest.mark.anyio
 

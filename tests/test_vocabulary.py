@@ -12,34 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh_core._content import (
-    USER_SOURCE,
-    AssistantMessage,
-    Image,
-    Reasoning,
-    Text,
-    ToolCall,
-    ToolResultMessage,
-    UserMessage,
-    as_content,
-    block_from_json,
-    message_from_json,
-)
-from dsh_core._decisions import (
-    Accept,
-    Allow,
-    Ask,
-    Block,
-    ContinuationDecision,
-    ContinuationStop,
-    Deny,
-    Reject,
-    Retry,
-    decision_from_json,
-)
-from dsh_core._errors import EventDataError, VocabularyError
-from dsh_core._json import FrozenDict, dumps_json
-from dsh_core._llm_types import (
+from dsh_core.llm import (
     Failure,
     Finish,
     LlmCallConfig,
@@ -52,7 +25,34 @@ from dsh_core._llm_types import (
     chunk_from_json,
     chunk_to_json,
 )
-from dsh_core._session_event import SessionEvent, SurfaceOp
+from dsh_core.session_log import SessionEvent, SurfaceOp
+from dsh_core.vocabulary import (
+    USER_SOURCE,
+    Accept,
+    Allow,
+    Ask,
+    AssistantMessage,
+    Block,
+    ContinuationDecision,
+    ContinuationStop,
+    Deny,
+    EventDataError,
+    FrozenDict,
+    Image,
+    Reasoning,
+    Reject,
+    Retry,
+    Text,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+    VocabularyError,
+    as_content,
+    block_from_json,
+    decision_from_json,
+    dumps_json,
+    message_from_json,
+)
 
 from . import strategies as s
 

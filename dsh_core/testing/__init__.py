@@ -2,24 +2,26 @@
 tool plugins (one call through the real pipeline, processes that must be gone), the replay of a
 recorded session as a test, and pytest fixtures."""
 
-from ._conformance import ConformanceScript as ConformanceScript
-from ._conformance import ScriptedConformance as ScriptedConformance
-from ._conformance import check_llm_adapter as check_llm_adapter
-from ._processes import is_alive as is_alive
-from ._processes import pids_running as pids_running
-from ._processes import read_fifo as read_fifo
-from ._processes import wait_gone as wait_gone
-from ._recording import RecordingError as RecordingError
-from ._replay import ReplayReport as ReplayReport
-from ._replay import assert_replay_matches as assert_replay_matches
-from ._replay import replay_session as replay_session
-from ._replay_compare import Divergence as Divergence
-from ._scripted import Reply as Reply
-from ._scripted import ScriptedModel as ScriptedModel
-from ._tools import call_tool as call_tool
-from ._tools import result_text as result_text
+from dsh_core.testing._conformance import ConformanceScript as ConformanceScript
+from dsh_core.testing._conformance import ScriptedConformance as ScriptedConformance
+from dsh_core.testing._conformance import check_llm_adapter as check_llm_adapter
+from dsh_core.testing._processes import is_alive as is_alive
+from dsh_core.testing._processes import pids_running as pids_running
+from dsh_core.testing._processes import read_fifo as read_fifo
+from dsh_core.testing._processes import wait_gone as wait_gone
+from dsh_core.testing._recording import RecordingError as RecordingError
+from dsh_core.testing._replay import DEFAULT_MODEL_INFO as DEFAULT_MODEL_INFO
+from dsh_core.testing._replay import ReplayReport as ReplayReport
+from dsh_core.testing._replay import assert_replay_matches as assert_replay_matches
+from dsh_core.testing._replay import replay_session as replay_session
+from dsh_core.testing._replay_compare import Divergence as Divergence
+from dsh_core.testing._scripted import Reply as Reply
+from dsh_core.testing._scripted import ScriptedModel as ScriptedModel
+from dsh_core.testing._tools import call_tool as call_tool
+from dsh_core.testing._tools import result_text as result_text
 
 __all__ = [
+    "DEFAULT_MODEL_INFO",
     "ConformanceScript",
     "Divergence",
     "RecordingError",

@@ -38,11 +38,12 @@ from typing import Any, Final, Protocol, runtime_checkable
 
 import anyio
 
-from dsh_core._assembler import BlockAssembler
-from dsh_core._content import Text, ToolCall, UserMessage
-from dsh_core._context import Context
-from dsh_core._host import Harness
-from dsh_core._llm_types import (
+from dsh_core.host._context import Context
+from dsh_core.host._harness import Harness
+from dsh_core.testing._scripted import ScriptedModel
+from dsh_core.vocabulary._assembler import BlockAssembler
+from dsh_core.vocabulary._content import Text, ToolCall, UserMessage
+from dsh_core.vocabulary._llm_types import (
     Chunk,
     FailureCode,
     Finish,
@@ -54,8 +55,6 @@ from dsh_core._llm_types import (
     ToolCallDelta,
     Usage,
 )
-
-from ._scripted import ScriptedModel
 
 __all__ = ["ConformanceScript", "ScriptedConformance", "check_llm_adapter"]
 
@@ -316,7 +315,7 @@ class _Check:
             async with self.runtime() as (ctx, spy):
 
                 async def open_runtime() -> AsyncIterator[Chunk]:
-                    return ctx.llm.stream(self.request())  # type: ignore[no-any-return]
+                    return ctx.llm.stream(self.request())
 
                 seen = await self.cancel_mid_stream(open_runtime, where)
             opened = spy.streams

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from dsh_core._context import Context
-from dsh_core._host import Harness
+from dsh_core.host._context import Context
+from dsh_core.host._harness import Harness
 
 
 @pytest.fixture

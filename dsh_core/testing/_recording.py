@@ -30,28 +30,8 @@ from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 
-from dsh_core._content import (
-    AssistantMessage,
-    Reasoning,
-    Text,
-    ToolCall,
-    ToolResultMessage,
-    UserMessage,
-    message_from_json,
-)
-from dsh_core._defaults.sessions import SessionMeta
-from dsh_core._llm_types import (
-    Chunk,
-    Finish,
-    ReasoningDelta,
-    TextDelta,
-    ToolCallDelta,
-    chunk_from_json,
-)
-from dsh_core._session_event import SessionEvent
-from dsh_core._tool_types import ToolErrorCode
-
-from ..session_log import (
+from dsh_core.services.sessions import SessionMeta
+from dsh_core.session_log._catalogue import (
     AssistantChunkEvent,
     AssistantMessageEvent,
     ContextMessageEvent,
@@ -63,6 +43,25 @@ from ..session_log import (
     TurnEndEvent,
     TurnStartEvent,
 )
+from dsh_core.session_log._event import SessionEvent
+from dsh_core.vocabulary._content import (
+    AssistantMessage,
+    Reasoning,
+    Text,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+    message_from_json,
+)
+from dsh_core.vocabulary._llm_types import (
+    Chunk,
+    Finish,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallDelta,
+    chunk_from_json,
+)
+from dsh_core.vocabulary._tool_types import ToolErrorCode
 
 __all__ = [
     "Input",

@@ -23,23 +23,30 @@ import anyio
 import anyio.lowlevel
 import attrs
 
-from dsh_core._agent_types import AgentOptions
-from dsh_core._defaults.sessions import SessionMeta
-from dsh_core._host import Harness
-from dsh_core._llm_types import Failure, Finish, LlmRequest, ModelInfo, TextDelta
-from dsh_core._markers import hookimpl
-from dsh_core._session_event import SessionEvent
-from dsh_core._tool_types import ToolExecution, ToolResult
-
-from ..session_log import RequestHeaderEvent
-from ._recording import REPAIR_CODES, Input, ModelCall, Plan, Recording, load_recording, plan_replay
-from ._replay_compare import Divergence, first_divergence
+from dsh_core.host._harness import Harness
+from dsh_core.host._markers import hookimpl
+from dsh_core.services.sessions import SessionMeta
+from dsh_core.session_log._catalogue import RequestHeaderEvent
+from dsh_core.session_log._event import SessionEvent
+from dsh_core.testing._recording import (
+    REPAIR_CODES,
+    Input,
+    ModelCall,
+    Plan,
+    Recording,
+    load_recording,
+    plan_replay,
+)
+from dsh_core.testing._replay_compare import Divergence, first_divergence
+from dsh_core.vocabulary._agent_types import AgentOptions
+from dsh_core.vocabulary._llm_types import Failure, Finish, LlmRequest, ModelInfo, TextDelta
+from dsh_core.vocabulary._tool_types import ToolExecution, ToolResult
 
 if TYPE_CHECKING:
-    from dsh_core._agent_types import AgentHandle
-    from dsh_core._context import Context
+    from dsh_core.host._context import Context
+    from dsh_core.vocabulary._agent_types import AgentHandle
 
-__all__ = ["ReplayReport", "assert_replay_matches", "replay_session"]
+__all__ = ["DEFAULT_MODEL_INFO", "ReplayReport", "assert_replay_matches", "replay_session"]
 
 #: what ``ReplayModel.model_info`` answers when the caller gives nothing better
 DEFAULT_MODEL_INFO = ModelInfo(context_window=131_072, max_output_tokens=8_192)
@@ -80,7 +87,7 @@ class ReplayReport:
 def _brief(event: SessionEvent, width: int = 90) -> str:
     import json
 
-    from dsh_core._json import thaw_json
+    from dsh_core.vocabulary._json import thaw_json
 
     text = json.dumps(thaw_json(event.data), ensure_ascii=False, sort_keys=True)
     return text if len(text) <= width else text[: width - 3] + "..."

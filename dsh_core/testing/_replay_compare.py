@@ -15,8 +15,8 @@ from typing import Any, Final
 
 import attrs
 
-from dsh_core._json import thaw_json
-from dsh_core._session_event import SessionEvent
+from dsh_core.session_log._event import SessionEvent
+from dsh_core.vocabulary._json import thaw_json
 
 __all__ = ["Divergence", "IdRenaming", "first_divergence"]
 

@@ -32,9 +32,9 @@ import anyio
 import anyio.lowlevel
 import attrs
 
-from dsh_core._content import ContentBlock, Reasoning, Text, ToolCall
-from dsh_core._json import dumps_json, freeze_json
-from dsh_core._llm_types import (
+from dsh_core.vocabulary._content import ContentBlock, Reasoning, Text, ToolCall
+from dsh_core.vocabulary._json import dumps_json, freeze_json
+from dsh_core.vocabulary._llm_types import (
     Chunk,
     Failure,
     FailureCode,

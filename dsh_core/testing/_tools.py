@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from dsh_core._content import Text
-from dsh_core._context import Context
-from dsh_core._signal import CancelSignal
-from dsh_core._tool_types import ToolExecution, ToolResult
+from dsh_core.host._context import Context
+from dsh_core.vocabulary._content import Text
+from dsh_core.vocabulary._signal import CancelSignal
+from dsh_core.vocabulary._tool_types import ToolExecution, ToolResult
 
 __all__ = ["call_tool", "result_text"]
 

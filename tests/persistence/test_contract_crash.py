@@ -12,8 +12,8 @@ import anyio
 import pytest
 
 from dsh_core import ToolResultMessage, UserMessage
-from dsh_core._content import AssistantMessage
 from dsh_core.testing import ScriptedModel
+from dsh_core.vocabulary import AssistantMessage
 
 from .backends import MODEL, Backend
 

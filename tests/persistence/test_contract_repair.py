@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from dsh_core import Text, ToolResultMessage, UserMessage
-from dsh_core._content import AssistantMessage, ToolCall
 from dsh_core.testing import ScriptedModel
+from dsh_core.vocabulary import AssistantMessage, ToolCall
 
 from .backends import MODEL, Backend
 

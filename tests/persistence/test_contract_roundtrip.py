@@ -9,9 +9,9 @@ import anyio
 import pytest
 
 from dsh_core import SurfaceOp, Text, ToolResultMessage, UserMessage, tool
-from dsh_core._content import AssistantMessage, ToolCall
 from dsh_core.llm import Finish, TextDelta, ToolCallDelta, Usage
 from dsh_core.testing import ScriptedModel
+from dsh_core.vocabulary import AssistantMessage, ToolCall
 
 from .backends import MODEL, Backend
 

@@ -59,8 +59,8 @@ from ._usage import Usage, price_of
 
 if TYPE_CHECKING:
     from dsh_core import Context
-    from dsh_core._agent_types import Agent
     from dsh_core.llm import LlmCallConfig
+    from dsh_core.vocabulary import Agent
 
 __all__ = ["ChatController", "chat_command"]
 

@@ -21,8 +21,7 @@ from rich.text import Text
 from dsh_core import installed_plugins
 from dsh_core.llm import ModelInfo
 from dsh_core.session_log import RequestHeaderEvent
-from dsh_core.testing import ReplayReport, replay_session
-from dsh_core.testing._replay import DEFAULT_MODEL_INFO
+from dsh_core.testing import DEFAULT_MODEL_INFO, ReplayReport, replay_session
 
 from ._exit import ExitCode
 from ._launch import resolve_session_id

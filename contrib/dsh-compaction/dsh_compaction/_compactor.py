@@ -42,8 +42,8 @@ from ._plan import Entry, Mode, choose_span, entry_of
 from ._summarise import SummaryFailedError, build_request, summarise, summary_message
 
 if TYPE_CHECKING:
-    from dsh_core._agent_types import Agent
-    from dsh_core._defaults.sessions import Session
+    from dsh_core.services.sessions import Session
+    from dsh_core.vocabulary import Agent
 
 __all__ = [
     "CompactionBusyError",

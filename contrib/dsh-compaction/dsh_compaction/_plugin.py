@@ -12,7 +12,7 @@ from ._config import CompactionConfig
 
 if TYPE_CHECKING:
     from dsh_core import Context
-    from dsh_core._agent_types import Agent
+    from dsh_core.vocabulary import Agent
 
 __all__ = ["CompactionPlugin"]
 

@@ -20,7 +20,7 @@ from ._spans import INSTRUMENTATION_NAME, SpanTracker
 
 if TYPE_CHECKING:
     from dsh_core import Context, SessionEvent
-    from dsh_core._defaults.sessions import Session
+    from dsh_core.services.sessions import Session
 
 __all__ = ["OtelPlugin"]
 

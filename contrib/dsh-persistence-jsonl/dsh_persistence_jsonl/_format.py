@@ -16,8 +16,8 @@ import attrs
 import orjson
 
 from dsh_core import SessionEvent, VocabularyError
-from dsh_core._defaults.sessions import SessionMeta
-from dsh_core._json import dumps_json
+from dsh_core.services.sessions import SessionMeta
+from dsh_core.vocabulary import dumps_json
 
 from ._errors import SessionCorruptError, SessionFormatError
 

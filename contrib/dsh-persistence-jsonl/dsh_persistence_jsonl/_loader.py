@@ -46,8 +46,6 @@ from dsh_core import (
     ToolResultMessage,
     UserMessage,
 )
-from dsh_core._defaults._session import check_log
-from dsh_core._json import frozen_trusted
 from dsh_core.session_log import (
     AssistantMessageEvent,
     ToolCallEvent,
@@ -55,7 +53,9 @@ from dsh_core.session_log import (
     TurnEndEvent,
     TurnStartEvent,
     UserMessageEvent,
+    check_log,
 )
+from dsh_core.vocabulary import frozen_trusted
 
 from ._errors import SessionCorruptError
 from ._format import Header, read_header

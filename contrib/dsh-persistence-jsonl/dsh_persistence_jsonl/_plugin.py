@@ -20,7 +20,7 @@ from ._store import JsonlSessionStore
 
 if TYPE_CHECKING:
     from dsh_core import Context
-    from dsh_core._defaults.sessions import Session
+    from dsh_core.services.sessions import Session
 
 __all__ = ["PersistenceConfig", "PersistencePlugin"]
 

@@ -44,7 +44,7 @@ from ._types import LoadedSession, RepairReport, SessionInfo
 from ._writer import BatchWriter, Journal, Reservation, fsync_dir, is_urgent, sync_file
 
 if TYPE_CHECKING:
-    from dsh_core._defaults.sessions import Session
+    from dsh_core.services.sessions import Session
 
 __all__ = ["JsonlSessionStore"]
 

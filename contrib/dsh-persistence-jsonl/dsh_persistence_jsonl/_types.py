@@ -7,7 +7,7 @@ from pathlib import Path
 import attrs
 
 from dsh_core import SessionEvent
-from dsh_core._defaults.sessions import SessionMeta
+from dsh_core.services.sessions import SessionMeta
 
 __all__ = ["LoadedSession", "RepairReport", "SessionInfo"]
 

@@ -48,7 +48,7 @@ from ._loader import parse_log
 from ._lock import SessionLock
 
 if TYPE_CHECKING:
-    from dsh_core._defaults.sessions import Session
+    from dsh_core.services.sessions import Session
 
 __all__ = ["URGENT_TYPES", "BatchWriter", "Journal", "Reservation", "fsync_dir", "is_urgent", "sync_file"]
 

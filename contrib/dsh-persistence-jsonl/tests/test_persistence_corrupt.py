@@ -23,7 +23,7 @@ from dsh_persistence_jsonl import (
 )
 
 from dsh_core import EventDataError, Text, UserMessage
-from dsh_core._content import AssistantMessage
+from dsh_core.vocabulary import AssistantMessage
 
 from .persistence_kit import MODEL, HarnessFactory, log_lines
 from .test_persistence_repair import HEADER, closed_turn, write_log

@@ -11,8 +11,8 @@ import anyio
 import pytest
 
 from dsh_core import ToolResultMessage, UserMessage
-from dsh_core._content import AssistantMessage
 from dsh_core.testing import ScriptedModel
+from dsh_core.vocabulary import AssistantMessage
 
 from .persistence_kit import MODEL, HarnessFactory, stored_events
 

@@ -13,8 +13,8 @@ import pytest
 from dsh_persistence_jsonl import SessionCorruptError, SessionFormatError
 
 from dsh_core import SessionEvent, Text, ToolExecution, ToolResultMessage, UserMessage, tool
-from dsh_core._content import AssistantMessage, ToolCall
 from dsh_core.testing import Reply, ScriptedModel
+from dsh_core.vocabulary import AssistantMessage, ToolCall
 
 from .persistence_kit import MODEL, HarnessFactory, log_lines, stored_events
 

@@ -16,9 +16,9 @@ from dsh_persistence_jsonl import (
 )
 
 from dsh_core import SurfaceOp, Text, ToolResultMessage, UserMessage, tool
-from dsh_core._content import AssistantMessage, ToolCall
 from dsh_core.llm import Finish, TextDelta, ToolCallDelta, Usage
 from dsh_core.testing import ScriptedModel
+from dsh_core.vocabulary import AssistantMessage, ToolCall
 
 from .persistence_kit import MODEL, HarnessFactory, log_lines, stored_events
 

@@ -21,8 +21,8 @@ import attrs
 import orjson
 
 from dsh_core import FrozenDict, SessionEvent, UserMessage
-from dsh_core._json import frozen_trusted
 from dsh_core.session_log import TurnStartEvent, UserMessageEvent
+from dsh_core.vocabulary import frozen_trusted
 
 from ._errors import SessionCorruptError
 

@@ -17,14 +17,14 @@ import anyio
 import attrs
 
 from dsh_core import AgentDisposedError, AgentOptions, ToolExecution
-from dsh_core._defaults.subagents import SubagentRefusedError, SubagentRequest, SubagentResult
 from dsh_core.llm import Failure
+from dsh_core.services.subagents import SubagentRefusedError, SubagentRequest, SubagentResult
 
 from ._config import SubagentsConfig
 
 if TYPE_CHECKING:
     from dsh_core import AgentHandle, Context, Disposer, TurnOutcome
-    from dsh_core._agent_types import Agent
+    from dsh_core.vocabulary import Agent
 
 __all__ = ["PROVIDER_NAME", "InProcessProvider", "InProcessRun", "depth_of", "tools_of"]
 

@@ -17,16 +17,15 @@ import anyio
 import attrs
 
 from dsh_core import Text, ToolExecution, ToolResult, tool
-from dsh_core._defaults.subagents import SubagentRefusedError, SubagentRequest, SubagentResult
 from dsh_core.llm import Failure
+from dsh_core.services.subagents import SubagentRefusedError, SubagentRequest, SubagentResult
 from dsh_core.session_log import LogEvent, log_event
 
 from ._provider import PROVIDER_NAME, depth_of
 
 if TYPE_CHECKING:
-    from dsh_core._agent_types import Agent
-    from dsh_core._defaults.subagents import SubagentRun
-    from dsh_core._tool_types import ToolErrorCode
+    from dsh_core.services.subagents import SubagentRun
+    from dsh_core.vocabulary import Agent, ToolErrorCode
 
 __all__ = ["CLEANUP_TIMEOUT", "DESCRIPTION", "SubagentEndEvent", "SubagentStartEvent", "task"]
 

@@ -19,8 +19,8 @@ from dsh_core import (
     UserMessage,
     hookimpl,
 )
-from dsh_core._defaults.sessions import Session
 from dsh_core.llm import Chunk, Finish, LlmRequest, ModelInfo, TextDelta
+from dsh_core.services.sessions import Session
 from dsh_core.testing import Reply, ScriptedModel
 
 MODEL = AgentOptions(model="scripted/test")

@@ -9,8 +9,8 @@ import pytest
 from dsh_subagents import PROVIDER_NAME, InProcessRun
 
 from dsh_core import TurnOutcome, hookimpl
-from dsh_core._defaults.sessions import Session
-from dsh_core._defaults.subagents import SubagentRefusedError, SubagentRequest
+from dsh_core.services.sessions import Session
+from dsh_core.services.subagents import SubagentRefusedError, SubagentRequest
 from dsh_core.testing import Reply, ScriptedModel
 
 from .subagent_kit import (

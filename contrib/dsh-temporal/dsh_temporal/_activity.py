@@ -32,7 +32,7 @@ from ._workflow import RUN_TURN
 
 if TYPE_CHECKING:
     from dsh_core import Context
-    from dsh_core._agent_types import Agent
+    from dsh_core.vocabulary import Agent
 
 
 class _Stop:

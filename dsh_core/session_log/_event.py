@@ -1,0 +1,186 @@
+"""One entry of a session's append-only log: ``SessionEvent(type, seq, time, data)``.
+
+``seq`` is the index in the log (contiguous from 0), ``time`` seconds since the epoch, ``data``
+deep-frozen lossless JSON (a ``FrozenDict``). Model-visible events may carry ``data["surface"]``
+(see ``SurfaceOp``); what each declared type's ``data`` holds is in ``dsh_core.session_log._catalogue``.
+
+An event appended as a typed payload keeps it, and builds ``data`` from it when ``data`` is first
+read (once: it is then stored like any other field), so an event nobody reads as JSON is never
+serialised. ``event.payload`` is the typed view of any declared event, read from ``data`` (and
+checked by its type's rules) the first time it is asked for.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, Final
+
+import attrs
+
+from dsh_core.session_log._catalogue import SURFACE_EVENT_TYPES as SURFACE_EVENT_TYPES
+from dsh_core.session_log._spec import LogEvent, is_visible, read_payload
+from dsh_core.session_log._surface import SurfaceOp as SurfaceOp
+from dsh_core.session_log._surface import SurfaceOpKind as SurfaceOpKind
+from dsh_core.vocabulary._errors import EventDataError, VocabularyError
+from dsh_core.vocabulary._json import (
+    FrozenDict,
+    JsonValueError,
+    check_keys,
+    expect_object,
+    freeze_json_object,
+    int_field,
+    number_field,
+    refuse,
+    str_field,
+    thaw_json,
+)
+
+__all__ = ["SURFACE_EVENT_TYPES", "SessionEvent", "SurfaceOp", "SurfaceOpKind", "logged_event"]
+
+# ---------------------------------------------------------------------- events
+
+
+def _validate_type(instance: SessionEvent, attribute: attrs.Attribute[Any], value: object) -> None:
+    if type(value) is not str or not value:
+        msg = f"SessionEvent.type must be a non-empty str such as 'turn/start', got {value!r}"
+        raise (ValueError if isinstance(value, str) else TypeError)(msg)
+
+
+def _validate_seq(instance: SessionEvent, attribute: attrs.Attribute[Any], value: object) -> None:
+    if type(value) is not int or value < 0:
+        msg = f"SessionEvent.seq must be an int >= 0, got {value!r}"
+        raise (ValueError if type(value) is int else TypeError)(msg)
+
+
+def _to_time(value: object) -> float:
+    if type(value) is float or type(value) is int:
+        if math.isfinite(value) and value >= 0:
+            return float(value)
+        msg = f"SessionEvent.time must be finite seconds since the epoch, got {value!r}"
+        raise ValueError(msg)
+    msg = f"SessionEvent.time must be a number (seconds since the epoch), got {type(value).__name__}"
+    raise TypeError(msg)
+
+
+def _to_data(value: object, event: Any) -> FrozenDict:
+    """Freeze ``data`` (a ``FrozenDict`` passes as it is), naming the event type in any error.
+
+    An attrs converter that takes the half-built event (``type`` is already set) for that name.
+    """
+    if type(value) is not FrozenDict:
+        try:
+            value = freeze_json_object(value, where=event.type, root="data")
+        except JsonValueError as exc:
+            raise EventDataError(str(exc), event_type=event.type) from exc
+    if "surface" in value:
+        _check_surface(value["surface"], event.type)
+    return value
+
+
+_NOT_VISIBLE: Final = (
+    f"only model-visible events ({', '.join(sorted(SURFACE_EVENT_TYPES))}) carry a surface operation"
+)
+
+
+def _check_surface(raw: object, event_type: str) -> None:
+    if not is_visible(event_type):
+        raise EventDataError(f"{event_type}: data.surface: {_NOT_VISIBLE}", event_type=event_type)
+    try:
+        SurfaceOp.from_json(expect_object(raw, "data.surface"), field="data.surface")
+    except VocabularyError as exc:
+        raise EventDataError(f"{event_type}: {exc}", event_type=event_type) from exc
+
+
+@attrs.frozen
+class SessionEvent:
+    """One entry of the session log. Appended by ``session.append``, never built by hand in a loop.
+
+    Constructing one freezes ``data`` and checks it is lossless JSON, raising ``EventDataError``
+    naming the event type otherwise; a ``surface`` entry is checked too (see ``SurfaceOp``).
+    """
+
+    type: str = attrs.field(validator=_validate_type)
+    seq: int = attrs.field(validator=_validate_seq)
+    time: float = attrs.field(converter=_to_time)
+    # mypy's attrs plugin knows no attrs.Converter (the parameter becomes Any, which is right here)
+    data: FrozenDict = attrs.field(converter=attrs.Converter(_to_data, takes_self=True))  # type: ignore[misc]
+    #: the typed payload, once known (given at a typed append, or read from ``data``); not compared
+    _payload: LogEvent | None = attrs.field(default=None, init=False, eq=False, repr=False)
+
+    def __getattr__(self, name: str) -> Any:
+        # Reached only for a slot never set: the ``data`` of an event appended as a payload.
+        if name != "data":
+            raise AttributeError(name)
+        data = self._payload.to_data()  # type: ignore[union-attr]  # set by logged_event
+        _set_data(self, data)
+        return data
+
+    @property
+    def payload(self) -> LogEvent | None:
+        """The typed payload of a declared event type (``None`` for an undeclared one).
+
+        :raises EventDataError: the stored data breaks its type's rules (naming the field).
+        """
+        payload = self._payload
+        if payload is None:
+            payload = read_payload(self.type, self.data)
+            if payload is not None:
+                _set_payload(self, payload)
+        return payload
+
+    @property
+    def surface(self) -> SurfaceOp | None:
+        """The surface operation of a model-visible event (``None`` for any other event)."""
+        return SurfaceOp.of(self)
+
+    def to_json(self) -> dict[str, Any]:
+        """The event as plain JSON ``{"type", "seq", "time", "data"}`` (``data`` thawed)."""
+        return {"type": self.type, "seq": self.seq, "time": self.time, "data": thaw_json(self.data)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], *, field: str = "event") -> SessionEvent:
+        """Read an event. :raises VocabularyError: naming the bad field (``event.seq``, ...)."""
+        data = expect_object(data, field)
+        check_keys(data, _EVENT_KEYS, field)
+        event_type = str_field(data, "type", field)
+        if not event_type:
+            refuse(f"{field}.type", "expected a non-empty event type such as 'turn/start'")
+        seq = int_field(data, "seq", field)
+        time = number_field(data, "time", field, minimum=0.0)
+        raw = expect_object(data.get("data"), f"{field}.data")
+        try:
+            frozen = freeze_json_object(raw, where=field, root=f"{field}.data")
+        except JsonValueError as exc:  # only when handed Python objects rather than parsed JSON
+            refuse(exc.path, exc.problem)
+        if "surface" in frozen:
+            if not is_visible(event_type):
+                refuse(f"{field}.data.surface", _NOT_VISIBLE)
+            surface = expect_object(frozen["surface"], f"{field}.data.surface")
+            SurfaceOp.from_json(surface, field=f"{field}.data.surface")
+        return cls(event_type, seq, time, frozen)
+
+
+_EVENT_KEYS: Final = frozenset({"type", "seq", "time", "data"})
+
+
+_new_event = object.__new__
+_set_type = SessionEvent.type.__set__  # type: ignore[attr-defined]  # slot descriptors
+_set_seq = SessionEvent.seq.__set__  # type: ignore[attr-defined]
+_set_time = SessionEvent.time.__set__  # type: ignore[attr-defined]
+_set_data = SessionEvent.__dict__["data"].__set__
+_set_payload = SessionEvent.__dict__["_payload"].__set__
+
+
+def logged_event(seq: int, time: float, payload: LogEvent) -> SessionEvent:
+    """An event for a typed payload, its ``data`` built when first read.
+
+    The session's own constructor: the payload was checked when it was built and ``seq`` and
+    ``time`` come from the session, so nothing is checked again (a third of the cost of an append).
+    """
+    event: SessionEvent = _new_event(SessionEvent)
+    _set_type(event, payload.type)
+    _set_seq(event, seq)
+    _set_time(event, time)
+    _set_payload(event, payload)
+    return event

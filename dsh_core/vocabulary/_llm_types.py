@@ -1,0 +1,618 @@
+"""What flows between the loop and an LLM adapter: the request, the stream chunks, the adapter seam.
+
+An adapter is any object with ``stream(request) -> AsyncIterator[Chunk]`` and
+``model_info(model) -> ModelInfo`` (``LlmAdapter``). It streams deltas, each naming the block
+(``index``) it extends, then optionally a ``Usage`` and one final ``Finish``; any failure becomes
+``Finish(reason="error" | "aborted", error=Failure(...))`` rather than an exception.
+
+Every class here is a frozen attrs value with lossless ``to_json``/``from_json``. Chunk JSON carries
+a ``type``: ``text-delta``, ``reasoning-delta``, ``tool-call-delta``, ``usage``, ``finish``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any, ClassVar, Final, Literal, Protocol, TypeAlias, runtime_checkable
+
+import attrs
+
+from dsh_core.vocabulary._codec import ObjectCodec, json_field
+from dsh_core.vocabulary._content import (
+    AssistantMessage,
+    Message,
+    ToolResultMessage,
+    UserMessage,
+    message_from_json,
+    validate_optional_str,
+    validate_str,
+)
+from dsh_core.vocabulary._json import (
+    FrozenDict,
+    JsonValueError,
+    check_keys,
+    expect_object,
+    freeze_json_object,
+    optional_int_field,
+    optional_number_field,
+    optional_str_field,
+    refuse,
+    str_field,
+    thaw_json,
+)
+
+__all__ = [
+    "FAILURE_CODES",
+    "FINISH_REASONS",
+    "Chunk",
+    "Failure",
+    "FailureCode",
+    "Finish",
+    "FinishReason",
+    "LlmAdapter",
+    "LlmCallConfig",
+    "LlmRequest",
+    "ModelInfo",
+    "PollableSignal",
+    "ReasoningDelta",
+    "TextDelta",
+    "ToolCallDelta",
+    "TrustedMessages",
+    "Usage",
+    "chunk_from_json",
+    "chunk_to_json",
+]
+
+FinishReason: TypeAlias = Literal["stop", "tool-calls", "max-tokens", "error", "aborted"]
+FINISH_REASONS: Final[frozenset[str]] = frozenset({"stop", "tool-calls", "max-tokens", "error", "aborted"})
+
+FailureCode: TypeAlias = Literal[
+    "RATE_LIMIT",
+    "SERVER",
+    "TIMEOUT",
+    "TRANSPORT",
+    "AUTH",
+    "BAD_REQUEST",
+    "CONTEXT_WINDOW_EXCEEDED",
+    "EMPTY_RESPONSE",
+    "ABORTED",
+    "UNKNOWN",
+]
+FAILURE_CODES: Final[frozenset[str]] = frozenset(
+    {
+        "RATE_LIMIT",
+        "SERVER",
+        "TIMEOUT",
+        "TRANSPORT",
+        "AUTH",
+        "BAD_REQUEST",
+        "CONTEXT_WINDOW_EXCEEDED",
+        "EMPTY_RESPONSE",
+        "ABORTED",
+        "UNKNOWN",
+    }
+)
+
+# ---------------------------------------------------------------------- validators
+
+
+def _where(instance: object, attribute: attrs.Attribute[Any]) -> str:
+    return f"{type(instance).__name__}.{attribute.name}"
+
+
+def _count(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """A non-negative int (an index, a token count); a bool is not one."""
+    if type(value) is not int or value < 0:
+        got = repr(value) if type(value) is int else type(value).__name__
+        msg = f"{_where(instance, attribute)} must be an int >= 0, got {got}"
+        raise (ValueError if type(value) is int else TypeError)(msg)
+
+
+def _optional_positive(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    if type(value) is not int:
+        msg = f"{_where(instance, attribute)} must be an int > 0 or None, got {type(value).__name__}"
+        raise TypeError(msg)
+    if value <= 0:
+        msg = f"{_where(instance, attribute)} must be > 0, got {value}"
+        raise ValueError(msg)
+
+
+def _positive(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        msg = f"{_where(instance, attribute)} must be an int > 0, got None"
+        raise TypeError(msg)
+    _optional_positive(instance, attribute, value)
+
+
+def _one_of(choices: frozenset[str]) -> Callable[[object, attrs.Attribute[Any], object], None]:
+    listed = ", ".join(sorted(choices))
+
+    def validate(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if type(value) is not str or value not in choices:
+            msg = f"{_where(instance, attribute)} must be one of {listed}; got {value!r}"
+            raise (ValueError if isinstance(value, str) else TypeError)(msg)
+
+    return validate
+
+
+def _optional_number(value: object) -> float | None:
+    """Converter: None, or a finite number as a float (an int is accepted; a bool is not)."""
+    if value is None or type(value) is float:
+        if value is not None and not math.isfinite(value):
+            msg = f"expected a finite number, got {value!r}"
+            raise ValueError(msg)
+        return value
+    if type(value) is int:
+        return float(value)
+    msg = f"expected a number or None, got {type(value).__name__}"
+    raise TypeError(msg)
+
+
+def _non_negative_number(instance: object, attribute: attrs.Attribute[Any], value: float | None) -> None:
+    if value is not None and value < 0:
+        msg = f"{_where(instance, attribute)} must be >= 0, got {value!r}"
+        raise ValueError(msg)
+
+
+# ---------------------------------------------------------------------- failure
+
+
+@attrs.frozen
+class Failure:
+    """Why a model call failed, normalised across providers.
+
+    ``status`` is the HTTP status when there was one; ``retry_after`` the seconds the provider asked
+    to wait before retrying.
+    """
+
+    message: str = attrs.field(validator=validate_str)
+    code: FailureCode = attrs.field(validator=_one_of(FAILURE_CODES))
+    status: int | None = attrs.field(default=None, validator=_optional_positive, metadata=json_field(minimum=1))
+    retry_after: float | None = attrs.field(
+        default=None, converter=_optional_number, validator=_non_negative_number, metadata=json_field(minimum=0.0)
+    )
+
+    _json_codec: ClassVar[ObjectCodec]
+
+    def to_json(self) -> dict[str, Any]:
+        return _FAILURE_JSON.encode_plain(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], *, field: str = "failure") -> Failure:
+        """Read a Failure from JSON. :raises VocabularyError: naming the bad field."""
+        value: Failure = _FAILURE_JSON.read(data, field)
+        return value
+
+
+_FAILURE_JSON: Final = ObjectCodec(Failure)
+Failure._json_codec = _FAILURE_JSON
+
+
+# ---------------------------------------------------------------------- chunks
+
+
+@attrs.frozen
+class TextDelta:
+    """More text for the text block at ``index``."""
+
+    index: int = attrs.field(validator=_count)
+    text: str = attrs.field(validator=validate_str)
+
+    _json_codec: ClassVar[ObjectCodec]
+
+    def to_json(self) -> dict[str, Any]:
+        return _TEXT_DELTA_JSON.encode_plain(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], *, field: str = "chunk") -> TextDelta:
+        """Read a TextDelta from JSON. :raises VocabularyError: naming the bad field."""
+        value: TextDelta = _TEXT_DELTA_JSON.read(data, field)
+        return value
+
+
+_TEXT_DELTA_JSON: Final = ObjectCodec(TextDelta, tag=('type', 'text-delta'))
+TextDelta._json_codec = _TEXT_DELTA_JSON
+
+@attrs.frozen
+class ReasoningDelta:
+    """More reasoning for the reasoning block at ``index``."""
+
+    index: int = attrs.field(validator=_count)
+    text: str = attrs.field(validator=validate_str)
+
+    _json_codec: ClassVar[ObjectCodec]
+
+    def to_json(self) -> dict[str, Any]:
+        return _REASONING_DELTA_JSON.encode_plain(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], *, field: str = "chunk") -> ReasoningDelta:
+        """Read a ReasoningDelta from JSON. :raises VocabularyError: naming the bad field."""
+        value: ReasoningDelta = _REASONING_DELTA_JSON.read(data, field)
+        return value
+
+
+_REASONING_DELTA_JSON: Final = ObjectCodec(ReasoningDelta, tag=('type', 'reasoning-delta'))
+ReasoningDelta._json_codec = _REASONING_DELTA_JSON
+
+@attrs.frozen
+class ToolCallDelta:
+    """Part of the tool call at ``index``: usually the first delta brings ``id`` and ``name``, and
+    every delta brings more of the ``arguments`` text."""
+
+    index: int = attrs.field(validator=_count)
+    id: str | None = attrs.field(default=None, validator=validate_optional_str)
+    name: str | None = attrs.field(default=None, validator=validate_optional_str)
+    arguments: str = attrs.field(default="", validator=validate_str)
+
+    _json_codec: ClassVar[ObjectCodec]
+
+    def to_json(self) -> dict[str, Any]:
+        return _TOOL_CALL_DELTA_JSON.encode_plain(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], *, field: str = "chunk") -> ToolCallDelta:
+        """Read a ToolCallDelta from JSON. :raises VocabularyError: naming the bad field."""
+        value: ToolCallDelta = _TOOL_CALL_DELTA_JSON.read(data, field)
+        return value
+
+
+_TOOL_CALL_DELTA_JSON: Final = ObjectCodec(ToolCallDelta, tag=('type', 'tool-call-delta'))
+ToolCallDelta._json_codec = _TOOL_CALL_DELTA_JSON
+
+@attrs.frozen
+class Usage:
+    """Token counts of one model call, as the provider reported them.
+
+    ``input_tokens`` includes the cached ones (``cache_read_tokens``, ``cache_write_tokens``);
+    ``output_tokens`` includes ``reasoning_tokens``. ``a + b`` adds two usages field by field.
+    """
+
+    input_tokens: int = attrs.field(validator=_count)
+    output_tokens: int = attrs.field(validator=_count)
+    cache_read_tokens: int = attrs.field(default=0, validator=_count)
+    cache_write_tokens: int = attrs.field(default=0, validator=_count)
+    reasoning_tokens: int = attrs.field(default=0, validator=_count)
+
+    def __add__(self, other: Usage) -> Usage:
+        if not isinstance(other, Usage):
+            return NotImplemented
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
+        )
+
+    _json_codec: ClassVar[ObjectCodec]
+
+    def to_json(self) -> dict[str, Any]:
+        return _USAGE_JSON.encode_plain(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], *, field: str = "usage") -> Usage:
+        """Read a Usage from JSON. :raises VocabularyError: naming the bad field."""
+        value: Usage = _USAGE_JSON.read(data, field)
+        return value
+
+
+_USAGE_JSON: Final = ObjectCodec(Usage, tag=('type', 'usage'))
+Usage._json_codec = _USAGE_JSON
+
+def _finish_error(instance: Finish, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not isinstance(value, Failure):
+        msg = f"Finish.error must be a Failure or None, got {type(value).__name__}"
+        raise TypeError(msg)
+    if value is None and instance.reason == "error":
+        msg = "Finish(reason='error') needs error=Failure(message, code) saying what went wrong"
+        raise ValueError(msg)
+    if value is not None and instance.reason not in ("error", "aborted"):
+        msg = f"Finish(reason={instance.reason!r}) carries no error; use reason='error' for a failure"
+        raise ValueError(msg)
+
+
+@attrs.frozen
+class Finish:
+    """The last chunk of every stream: why the model stopped.
+
+    ``error`` is required for ``reason="error"``, optional for ``aborted`` and absent otherwise.
+    """
+
+    reason: FinishReason = attrs.field(validator=_one_of(FINISH_REASONS))
+    error: Failure | None = attrs.field(default=None, validator=_finish_error)
+
+    _json_codec: ClassVar[ObjectCodec]
+
+    def to_json(self) -> dict[str, Any]:
+        return _FINISH_JSON.encode_plain(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], *, field: str = "chunk") -> Finish:
+        """Read a Finish from JSON. :raises VocabularyError: naming the bad field."""
+        value: Finish = _FINISH_JSON.read(data, field)
+        return value
+
+
+_FINISH_JSON: Final = ObjectCodec(Finish, tag=('type', 'finish'), errors_at='error')
+Finish._json_codec = _FINISH_JSON
+
+Chunk: TypeAlias = TextDelta | ReasoningDelta | ToolCallDelta | Usage | Finish
+
+_CHUNK_TYPES: Final = "text-delta, reasoning-delta, tool-call-delta, usage, finish"
+
+
+
+
+_CHUNK_READERS: Final[dict[str, Callable[..., Chunk]]] = {
+    "text-delta": TextDelta.from_json,
+    "reasoning-delta": ReasoningDelta.from_json,
+    "tool-call-delta": ToolCallDelta.from_json,
+    "usage": Usage.from_json,
+    "finish": Finish.from_json,
+}
+
+
+def chunk_to_json(chunk: Chunk) -> dict[str, Any]:
+    """The JSON of any chunk (the same as ``chunk.to_json()``)."""
+    return chunk.to_json()
+
+
+def chunk_from_json(data: Mapping[str, Any], *, field: str = "chunk") -> Chunk:
+    """Read any chunk, choosing the class by its ``type``.
+
+    :raises VocabularyError: for a malformed chunk; ``field`` names the bad spot.
+    """
+    tag = expect_object(data, field).get("type")
+    read = _CHUNK_READERS.get(tag) if type(tag) is str else None
+    if read is None:
+        problem = "missing" if tag is None else f"unknown chunk type {tag!r}"
+        refuse(f"{field}.type", f"{problem}; expected one of {_CHUNK_TYPES}")
+    return read(data, field=field)
+
+
+# ---------------------------------------------------------------------- requests
+
+
+@attrs.frozen
+class LlmCallConfig:
+    """What one step asks of the model, besides the messages: which model and its limits.
+
+    ``None`` means "the provider's default". The ``agent/request`` waterfall may replace it
+    (switch model, effort, max tokens) with ``attrs.evolve``.
+    """
+
+    provider: str = attrs.field(validator=validate_str)
+    model: str = attrs.field(validator=validate_str)
+    max_tokens: int | None = attrs.field(default=None, validator=_optional_positive, metadata=json_field(minimum=1))
+    temperature: float | None = attrs.field(
+        default=None, converter=_optional_number, validator=_non_negative_number, metadata=json_field(minimum=0.0)
+    )
+    reasoning_effort: str | None = attrs.field(default=None, validator=validate_optional_str)
+
+    _json_codec: ClassVar[ObjectCodec]
+
+    def to_json(self) -> dict[str, Any]:
+        return _LLM_CALL_CONFIG_JSON.encode_plain(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], *, field: str = "config") -> LlmCallConfig:
+        """Read a LlmCallConfig from JSON. :raises VocabularyError: naming the bad field."""
+        value: LlmCallConfig = _LLM_CALL_CONFIG_JSON.read(data, field)
+        return value
+
+
+_LLM_CALL_CONFIG_JSON: Final = ObjectCodec(LlmCallConfig)
+LlmCallConfig._json_codec = _LLM_CALL_CONFIG_JSON
+
+
+
+@runtime_checkable
+class PollableSignal(Protocol):
+    """The turn's cancellation, for adapters that poll (``dsh_core.CancelSignal`` is one)."""
+
+    @property
+    def cancelled(self) -> bool: ...
+
+
+_MESSAGE_TYPES: Final[frozenset[type]] = frozenset({UserMessage, AssistantMessage, ToolResultMessage})
+
+
+class TrustedMessages(Sequence["Message"]):
+    """A read-only sequence of messages that were validated on their way in (a session's log).
+
+    ``LlmRequest`` keeps such a sequence as it is instead of copying and re-checking it, so that
+    building a request costs the same at message 10 and at message 10,000.
+    """
+
+    __slots__ = ()
+
+
+def _to_messages(value: object) -> Sequence[Message]:
+    if isinstance(value, TrustedMessages):
+        return value
+    if not isinstance(value, list | tuple):
+        msg = f"LlmRequest.messages must be a sequence of messages, got {type(value).__name__}"
+        raise TypeError(msg)
+    messages = tuple(value)
+    if not set(map(type, messages)) <= _MESSAGE_TYPES:
+        for index, message in enumerate(messages):
+            if type(message) not in _MESSAGE_TYPES:
+                msg = (
+                    f"LlmRequest.messages[{index}] must be a UserMessage, AssistantMessage or "
+                    f"ToolResultMessage, got {type(message).__name__}"
+                )
+                raise TypeError(msg)
+    return messages
+
+
+def _to_tools(value: object) -> tuple[FrozenDict, ...]:
+    """Tool schemas ``{"name", "description", "parameters"}``, frozen."""
+    if not isinstance(value, list | tuple):
+        msg = f"LlmRequest.tools must be a sequence of tool schemas, got {type(value).__name__}"
+        raise TypeError(msg)
+    return tuple([_to_tool(schema, f"tools[{index}]") for index, schema in enumerate(value)])
+
+
+def _to_tool(schema: object, where: str) -> FrozenDict:
+    if not isinstance(schema, Mapping):
+        kind = type(schema).__name__
+        msg = f"LlmRequest.{where} must be a mapping {{name, description, parameters}}, got {kind}"
+        raise TypeError(msg)
+    frozen = freeze_json_object(schema, where="LlmRequest", root=where)
+    _check_tool(frozen, where)
+    return frozen
+
+
+def _check_tool(schema: Mapping[str, Any], where: str) -> None:
+    str_field(schema, "name", where)
+    str_field(schema, "description", where)
+    if not isinstance(schema.get("parameters"), Mapping):
+        refuse(f"{where}.parameters", "expected a JSON Schema object")
+
+
+def _optional_signal(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not hasattr(value, "cancelled"):  # isinstance on a Protocol is slow
+        kind = type(value).__name__
+        msg = f"LlmRequest.signal must have a 'cancelled' attribute (a CancelSignal), got {kind}"
+        raise TypeError(msg)
+
+
+@attrs.frozen
+class LlmRequest:
+    """Everything an adapter needs for one model call.
+
+    ``messages`` are the session prefix plus the derived history; ``tools`` the tool schemas as
+    frozen JSON ``{"name", "description", "parameters"}``; ``signal`` the turn's cancellation for
+    adapters that poll (cancellation also arrives as ordinary task cancellation). ``signal`` is
+    left out of equality and of the JSON.
+    """
+
+    provider: str = attrs.field(validator=validate_str)
+    model: str = attrs.field(validator=validate_str)
+    messages: Sequence[Message] = attrs.field(converter=_to_messages)
+    system: str | None = attrs.field(default=None, validator=validate_optional_str)
+    tools: tuple[FrozenDict, ...] = attrs.field(default=(), converter=_to_tools)
+    max_tokens: int | None = attrs.field(default=None, validator=_optional_positive)
+    temperature: float | None = attrs.field(
+        default=None, converter=_optional_number, validator=_non_negative_number
+    )
+    reasoning_effort: str | None = attrs.field(default=None, validator=validate_optional_str)
+    session_id: str | None = attrs.field(default=None, validator=validate_optional_str)
+    signal: PollableSignal | None = attrs.field(
+        default=None, eq=False, repr=False, validator=_optional_signal, kw_only=True
+    )
+
+    @property
+    def config(self) -> LlmCallConfig:
+        """The call config this request carries."""
+        return LlmCallConfig(
+            self.provider, self.model, self.max_tokens, self.temperature, self.reasoning_effort
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The request as JSON, without ``signal``."""
+        return {
+            "provider": self.provider,
+            "model": self.model,
+            "messages": [message.to_json() for message in self.messages],
+            "system": self.system,
+            "tools": [thaw_json(tool) for tool in self.tools],
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "reasoning_effort": self.reasoning_effort,
+            "session_id": self.session_id,
+        }
+
+    @classmethod
+    def from_json(
+        cls, data: Mapping[str, Any], *, field: str = "request", signal: PollableSignal | None = None
+    ) -> LlmRequest:
+        """Read a request (``signal`` is not in the JSON; pass one if needed).
+
+        :raises VocabularyError: naming the bad field.
+        """
+        data = expect_object(data, field)
+        check_keys(data, _REQUEST_KEYS, field)
+        raw_messages = data.get("messages")
+        if not isinstance(raw_messages, list | tuple):
+            refuse(f"{field}.messages", "expected an array of messages")
+        raw_tools = data.get("tools", ())
+        if not isinstance(raw_tools, list | tuple):
+            refuse(f"{field}.tools", "expected an array of tool schemas")
+        tools = []
+        for index, schema in enumerate(raw_tools):
+            where = f"{field}.tools[{index}]"
+            try:
+                frozen = freeze_json_object(schema, where=field, root=where)
+            except JsonValueError as exc:
+                refuse(exc.path, exc.problem)
+            _check_tool(frozen, where)
+            tools.append(frozen)
+        return cls(
+            str_field(data, "provider", field),
+            str_field(data, "model", field),
+            [message_from_json(m, field=f"{field}.messages[{i}]") for i, m in enumerate(raw_messages)],
+            optional_str_field(data, "system", field),
+            tools,
+            optional_int_field(data, "max_tokens", field, minimum=1),
+            optional_number_field(data, "temperature", field, minimum=0.0),
+            optional_str_field(data, "reasoning_effort", field),
+            optional_str_field(data, "session_id", field),
+            signal=signal,
+        )
+
+
+_REQUEST_KEYS: Final = frozenset(
+    {
+        "provider",
+        "model",
+        "messages",
+        "system",
+        "tools",
+        "max_tokens",
+        "temperature",
+        "reasoning_effort",
+        "session_id",
+    }
+)
+
+
+@attrs.frozen
+class ModelInfo:
+    """What the harness needs to know about a model: its context window and output limit, in tokens."""
+
+    context_window: int = attrs.field(validator=_positive, metadata=json_field(minimum=1))
+    max_output_tokens: int = attrs.field(validator=_positive, metadata=json_field(minimum=1))
+
+    _json_codec: ClassVar[ObjectCodec]
+
+    def to_json(self) -> dict[str, Any]:
+        return _MODEL_INFO_JSON.encode_plain(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], *, field: str = "model_info") -> ModelInfo:
+        """Read a ModelInfo from JSON. :raises VocabularyError: naming the bad field."""
+        value: ModelInfo = _MODEL_INFO_JSON.read(data, field)
+        return value
+
+
+_MODEL_INFO_JSON: Final = ObjectCodec(ModelInfo)
+ModelInfo._json_codec = _MODEL_INFO_JSON
+
+
+
+@runtime_checkable
+class LlmAdapter(Protocol):
+    """A model provider, as the LLM runtime sees it. Register with ``ctx.llm.register_adapter``.
+
+    ``stream`` is usually an ``async def`` generator. It must end with exactly one ``Finish``,
+    turning every failure into ``Finish(reason="error" | "aborted", error=Failure(...))``;
+    cancellation (a ``BaseException``) passes through untouched.
+    """
+
+    def stream(self, request: LlmRequest) -> AsyncIterator[Chunk]: ...
+
+    def model_info(self, model: str) -> ModelInfo: ...
