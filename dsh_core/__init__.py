@@ -31,6 +31,7 @@ from dsh_core.session_log._repair import StoredLogError as StoredLogError
 from dsh_core.session_log._repair import repair_events as repair_events
 from dsh_core.tools._definition import Tool as Tool
 from dsh_core.tools._definition import tool as tool
+from dsh_core.tools._errors import ToolError as ToolError
 from dsh_core.vocabulary._agent_types import AgentHandle as AgentHandle
 from dsh_core.vocabulary._agent_types import AgentOptions as AgentOptions
 from dsh_core.vocabulary._agent_types import TurnOutcome as TurnOutcome
@@ -122,6 +123,7 @@ __all__ = [
     "Text",
     "Tool",
     "ToolCall",
+    "ToolError",
     "ToolExecution",
     "ToolResult",
     "ToolResultMessage",

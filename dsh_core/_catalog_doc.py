@@ -11,6 +11,7 @@ import attrs
 
 from dsh_core import hookspecs, session_log
 from dsh_core.host._markers import EventSpec, spec_of
+from dsh_core.session_log import _catalogue
 from dsh_core.session_log._spec import declared_types
 
 __all__ = ["render_event_catalog", "render_session_log"]
@@ -72,7 +73,7 @@ def _json_type(tp: Any) -> str:
 
 def render_session_log() -> str:
     """The Markdown page of the session-log catalogue; a test compares it with ``docs/session-log.md``."""
-    doc = inspect.cleandoc(session_log.__doc__ or "")
+    doc = inspect.cleandoc(_catalogue.__doc__ or "")
     lines = [
         "# Session-log catalogue",
         "",
@@ -83,7 +84,7 @@ def render_session_log() -> str:
         "| event | payload class | model-visible | consumes a queued prompt | in a turn |",
         "|---|---|---|---|---|",
     ]
-    specs = [spec for spec in declared_types() if spec.module == session_log.__name__]
+    specs = [spec for spec in declared_types() if spec.module.startswith(f"{session_log.__name__}.")]
     for spec in specs:
         flags = ["yes" if flag else "—" for flag in (spec.visible, spec.consumes, spec.in_turn)]
         lines.append(f"| `{spec.type}` | `{spec.cls.__name__}` | {' | '.join(flags)} |")

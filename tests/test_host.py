@@ -88,6 +88,39 @@ async def test_cycle_names_the_plugins() -> None:
     assert "a -> b -> a" in str(info.value) or "b -> a -> b" in str(info.value)
 
 
+async def test_cycle_names_only_the_plugins_in_it() -> None:
+    """A three-plugin cycle is spelled in need order; a plugin merely waiting on it is not named."""
+    plugins = [
+        service_plugin("bystander", [], requires=("x",)),
+        service_plugin("a", [], provides=("x",), requires=("y",)),
+        service_plugin("b", [], provides=("y",), requires=("z",)),
+        service_plugin("c", [], provides=("z",), uses=("x",)),
+    ]
+    with pytest.raises(DependencyCycleError) as info:
+        async with Harness(plugins=plugins, autoload=False):
+            pass
+    assert sorted(info.value.plugins) == ["a", "b", "c"]
+    spelled = str(info.value).rsplit(": ", 1)[1]
+    assert spelled in {"a -> b -> c -> a", "b -> c -> a -> b", "c -> a -> b -> c"}
+
+
+async def test_start_order_is_by_waves_keeping_the_given_order() -> None:
+    """Plugins start wave by wave (all whose needs are met), in the order given inside a wave."""
+    log: list[str] = []
+    plugins = [
+        service_plugin("late", log, requires=("mid",)),
+        service_plugin("free2", log),
+        service_plugin("mid", log, provides=("mid",), requires=("base",)),
+        service_plugin("base", log, provides=("base",)),
+        service_plugin("free1", log),
+        service_plugin("mid2", log, uses=("base",)),
+    ]
+    async with Harness(plugins=plugins, autoload=False):
+        pass
+    starts = [line.removeprefix("start ") for line in log if line.startswith("start ")]
+    assert starts == ["free2", "base", "free1", "mid", "mid2", "late"]
+
+
 async def test_failed_start_stops_the_started_and_reraises() -> None:
     """A plugin whose start raises stops those already started (reverse order) and re-raises."""
     log: list[str] = []

@@ -153,6 +153,91 @@ def test_acceptor_accepts_ordinary_valid_arguments() -> None:
     assert not accept({**good, "extra": 1})
 
 
+# Schemas of the acceptor's subset, with any keyword sometimes holding a value of the wrong shape.
+_junk = (
+    st.none()
+    | st.booleans()
+    | st.integers(-2, 3)
+    | st.floats(-1, 2, allow_nan=False)
+    | st.sampled_from(["", "x", "string", "object"])
+    | st.lists(st.sampled_from(["string", "integer", "null", "x", 1, "a"]), max_size=3)
+    | st.lists(st.dictionaries(st.sampled_from(["type", "x"]), st.sampled_from(["string", 1])), max_size=2)
+    | st.dictionaries(st.sampled_from(["a", "b"]), st.just({}), max_size=2)
+)
+_type_names = st.sampled_from(["string", "integer", "number", "boolean", "null"])
+_scalar_schemas = st.just(True) | st.just(False) | st.fixed_dictionaries(
+    {},
+    optional={
+        "type": _type_names | st.lists(_type_names, max_size=3) | _junk,
+        "enum": st.lists(st.none() | st.booleans() | st.integers(0, 2) | st.sampled_from(["a", "b"]), max_size=3)
+        | _junk,
+        "minimum": st.integers(-1, 1) | _junk,
+        "exclusiveMaximum": st.floats(0, 2) | _junk,
+        "minLength": st.integers(-1, 2) | _junk,
+        "maxLength": st.integers(-1, 2) | _junk,
+        "description": st.text(max_size=2) | _junk,
+        "title": st.just("t") | _junk,
+        "examples": st.lists(st.integers(), max_size=1) | _junk,
+        "$comment": st.just("c") | _junk,
+        "default": _junk,
+    },
+)
+_names = st.sampled_from(["a", "b", "c"])
+subset_schemas = st.recursive(
+    _scalar_schemas,
+    lambda children: (
+        st.fixed_dictionaries(
+            {"type": st.just("object")},
+            optional={
+                "properties": st.dictionaries(_names, children, max_size=3) | _junk,
+                "required": st.lists(_names, max_size=3) | _junk,
+                "additionalProperties": children | _junk,
+                "description": st.just("d") | _junk,
+            },
+        )
+        | st.fixed_dictionaries({"type": st.just("array")}, optional={"items": children | _junk})
+        | st.fixed_dictionaries({"anyOf": st.lists(children, max_size=3) | _junk})
+    ),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(schema=subset_schemas)
+def test_an_acceptor_means_a_well_formed_schema(schema: Any) -> None:
+    """compile_acceptor never raises, and builds an acceptor only for a schema the 2020-12 meta-schema accepts."""
+    accept = compile_acceptor(schema if isinstance(schema, dict) else {"anyOf": [schema]})
+    if accept is not None:
+        jsonschema.Draft202012Validator.check_schema(schema if isinstance(schema, dict) else {"anyOf": [schema]})
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "required": "a"},
+        {"type": "object", "required": ["a", "a"]},
+        {"type": "object", "required": [1]},
+        {"type": "object", "properties": ["a"]},
+        {"type": "object", "properties": {"a": {"type": "strin"}}},
+        {"type": "object", "properties": {"a": {"type": ["string", "string"]}}},
+        {"type": "object", "properties": {"a": {"type": []}}},
+        {"type": "object", "properties": {"a": {"type": [{"x": 1}]}}},
+        {"type": "object", "properties": {"a": {"type": "string", "minLength": -1}}},
+        {"type": "object", "properties": {"a": {"type": "integer", "minimum": "0"}}},
+        {"type": "object", "properties": {"a": {"anyOf": []}}},
+        {"type": "object", "properties": {"a": {"enum": "ab"}}},
+        {"type": "object", "description": 5},
+        {"type": "object", "properties": {"a": {"title": None}}},
+        {"type": "object", "properties": {"a": {"examples": 1}}},
+    ],
+)
+def test_ill_formed_schemas_get_no_acceptor(schema: dict[str, Any]) -> None:
+    """A schema the meta-schema refuses gets no acceptor, so jsonschema's check_schema sees it."""
+    assert compile_acceptor(schema) is None
+    with pytest.raises(jsonschema.SchemaError):
+        jsonschema.Draft202012Validator.check_schema(schema)
+
+
 @pytest.mark.parametrize(
     "schema",
     [

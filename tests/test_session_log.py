@@ -101,7 +101,7 @@ SAMPLES: list[LogEvent] = [
     TurnEndEvent(turn=4, reason=TurnEnd("interrupted")),
 ]
 
-CORE = [spec for spec in declared_types() if spec.module == "dsh_core.session_log"]
+CORE = [spec for spec in declared_types() if spec.module.startswith("dsh_core.session_log.")]
 
 
 def golden_lines() -> list[str]:
@@ -166,7 +166,7 @@ def test_no_module_outside_the_catalogue_spells_a_core_event_type() -> None:
     assert len(sources) > 50
     spelled = []
     for path in sources:
-        if path == ROOT / "dsh_core" / "session_log.py":
+        if path == ROOT / "dsh_core" / "session_log" / "_catalogue.py":
             continue
         for line, value in _string_literals(path):
             text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value

@@ -203,6 +203,94 @@ def test_annotated_and_docstring_descriptions() -> None:
     assert props["offset"]["description"] == "the first line."
 
 
+def test_rest_docstring_describes_parameters() -> None:
+    """reST ``:param [type] name:`` fields describe parameters, continuation lines joined."""
+
+    @tool
+    def t(path: str, limit: int = 10) -> str:
+        """Read a file
+        from disk.
+
+        :param path: the file
+            to read.
+        :param int limit: how many lines.
+        :returns: the text.
+        """
+        return ""
+
+    assert t.description == "Read a file from disk."
+    props = _props(t)
+    assert props["path"]["description"] == "the file to read."
+    assert props["limit"]["description"] == "how many lines."
+
+
+def test_numpy_docstring_describes_parameters() -> None:
+    """A numpydoc ``Parameters`` section describes parameters; its ``Returns`` is not one."""
+
+    @tool
+    def t(path: str, limit: int = 10) -> str:
+        """Read a file.
+
+        Parameters
+        ----------
+        path : str
+            the file
+            to read.
+        limit : int, optional
+            how many lines.
+
+        Returns
+        -------
+        str
+            the text.
+        """
+        return ""
+
+    assert t.description == "Read a file."
+    props = _props(t)
+    assert props["path"]["description"] == "the file to read."
+    assert props["limit"]["description"] == "how many lines."
+
+
+def test_google_keyword_args_and_starred_names() -> None:
+    """``Keyword Args:`` entries describe parameters too, and a documented ``*name`` is ``name``."""
+
+    @tool
+    def t(pattern: str, glob: str = "*") -> str:
+        """Search.
+
+        Args:
+            *pattern: a regex; e.g. `key: value`.
+
+        Keyword Args:
+            glob (str, optional): only files matching it.
+
+        Attributes:
+            pattern: not a parameter description.
+        """
+        return ""
+
+    props = _props(t)
+    assert props["pattern"]["description"] == "a regex; e.g. `key: value`."
+    assert props["glob"]["description"] == "only files matching it."
+
+
+def test_malformed_docstring_keeps_its_summary() -> None:
+    """An ``Args:`` entry without a colon describes nothing, and the tool is still made."""
+
+    @tool
+    def t(path: str) -> str:
+        """Read a file.
+
+        Args:
+            path without a colon
+        """
+        return ""
+
+    assert t.description == "Read a file."
+    assert "description" not in _props(t)["path"]
+
+
 def test_execution_parameter_is_injected_not_described() -> None:
     """A parameter annotated ToolExecution is left out of the schema and receives the execution."""
 

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import enum
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import attrs
 import pytest
 
+import dsh_core
 from dsh_core import CancelSignal, Context, DuplicateRegistrationError, hookimpl
-from dsh_core.tools import Tool, tool
+from dsh_core.tools import Tool, ToolError, tool
 from dsh_core.vocabulary import Accept, Allow, Ask, Deny, Image, Reject, Text, ToolExecution, ToolResult
 
 pytestmark = pytest.mark.anyio
@@ -216,6 +219,48 @@ async def test_body_exception_is_a_tool_error(dsh_ctx: Context) -> None:
     result = await dsh_ctx.tools.execute(call("explode", '{"reason": "disk full"}'))
     assert (result.is_error, result.error_code) == (True, "TOOL_ERROR")
     assert "tool 'explode' failed: ValueError: disk full" in text_of(result)
+
+
+class QuotaError(ToolError):
+    """A plugin's own model-facing error."""
+
+
+@pytest.mark.parametrize("kind", ["sync", "async", "subclass", "with timeout"])
+async def test_tool_error_is_the_models_text(
+    dsh_ctx: Context, kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A body raising ToolError gives TOOL_ERROR with 'Error: ' and its message as written, no traceback logged."""
+
+    def fail(path: str) -> str:
+        error = QuotaError if kind == "subclass" else ToolError
+        raise error(f"{path!r} is outside the workspace; give a path below it")
+
+    async def fail_async(path: str) -> str:
+        await anyio.lowlevel.checkpoint()
+        return fail(path)
+
+    body = fail if kind in ("sync", "subclass") else fail_async
+    dsh_ctx.tools.register(
+        Tool(
+            name="refuse",
+            function=body,
+            parameters={"type": "object", "properties": {"path": {"type": "string"}}},
+            timeout=30 if kind == "with timeout" else None,
+        )
+    )
+    caplog.set_level(logging.DEBUG)
+    result = await dsh_ctx.tools.execute(call("refuse", '{"path": "/etc"}'))
+    assert (result.is_error, result.error_code) == (True, "TOOL_ERROR")
+    assert text_of(result) == "Error: '/etc' is outside the workspace; give a path below it"
+    assert [record for record in caplog.records if record.exc_info] == []
+
+
+def test_tool_error_is_public_and_a_dsh_error() -> None:
+    """ToolError is the same class from dsh_core and dsh_core.tools, under DshError, carrying its message."""
+    assert dsh_core.ToolError is ToolError
+    error = ToolError("no such file")
+    assert isinstance(error, dsh_core.DshError)
+    assert (str(error), error.message) == ("no such file", "no such file")
 
 
 async def test_arguments_reach_the_body_converted(dsh_ctx: Context) -> None:
@@ -626,6 +671,22 @@ async def test_register_accepts_a_typed_function_and_refuses_bad_schemas(dsh_ctx
     )
     with pytest.raises(ValueError, match="'broken': its parameters are not a valid JSON Schema"):
         dsh_ctx.tools.register(broken)
+
+
+@pytest.mark.parametrize(
+    "parameters",
+    [
+        {"type": "object", "required": "x"},
+        {"type": "object", "properties": {"x": {"type": "string", "minLength": -1}}},
+        {"type": "object", "properties": {"x": {"type": ["integer", "integer"]}}},
+    ],
+)
+async def test_simple_but_ill_formed_schema_is_refused_at_register(
+    dsh_ctx: Context, parameters: dict[str, Any]
+) -> None:
+    """A schema in the fast acceptor's subset but refused by the meta-schema is still refused at register."""
+    with pytest.raises(ValueError, match="'odd': its parameters are not a valid JSON Schema"):
+        dsh_ctx.tools.register(Tool(name="odd", function=print, parameters=parameters))
 
 
 async def test_is_parallel_safe(dsh_ctx: Context) -> None:

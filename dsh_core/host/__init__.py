@@ -1,12 +1,5 @@
 """The plugin host: the harness that loads plugins, the dispatcher that runs events, contexts and their scopes, plugin configuration."""
 
-from ._markers import PROJECT as PROJECT
-from ._markers import EventMode as EventMode
-from ._markers import EventSpec as EventSpec
-from ._markers import event_name_for as event_name_for
-from ._markers import hookimpl as hookimpl
-from ._markers import hookspec as hookspec
-from ._markers import spec_of as spec_of
 from ._config import load_config_file as load_config_file
 from ._config import structure_config as structure_config
 from ._context import INHERIT as INHERIT
@@ -23,6 +16,13 @@ from ._harness import ROOT_DISTRIBUTION as ROOT_DISTRIBUTION
 from ._harness import Harness as Harness
 from ._harness import PluginInfo as PluginInfo
 from ._harness import installed_plugins as installed_plugins
+from ._markers import PROJECT as PROJECT
+from ._markers import EventMode as EventMode
+from ._markers import EventSpec as EventSpec
+from ._markers import event_name_for as event_name_for
+from ._markers import hookimpl as hookimpl
+from ._markers import hookspec as hookspec
+from ._markers import spec_of as spec_of
 
 __all__ = [
     "ENTRY_POINT_GROUP",

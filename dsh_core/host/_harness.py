@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import difflib
 import enum
+import graphlib
 import inspect
 import logging
 import os
@@ -309,20 +310,7 @@ class Harness:
             needed.update(providers[s] for s in candidate.services("uses") if s in providers)
             needed.discard(candidate.name)
             needs[candidate.name] = needed
-        ordered: list[_Candidate] = []
-        done: set[str] = set()
-        pending = list(candidates)
-        while pending:
-            ready = [c for c in pending if needs[c.name] <= done]
-            if not ready:
-                cycle = _find_cycle({c.name: needs[c.name] for c in pending})
-                msg = f"plugins need each other's services in a cycle: {' -> '.join(cycle)}"
-                raise DependencyCycleError(msg, plugins=tuple(cycle))
-            for candidate in ready:
-                ordered.append(candidate)
-                done.add(candidate.name)
-            pending = [c for c in pending if c.name not in done]
-        return ordered
+        return _in_waves(candidates, needs)
 
     def _config_for(self, candidate: _Candidate, table: object) -> object:
         config_cls = getattr(candidate.plugin, "Config", None)
@@ -405,14 +393,28 @@ def _installed_providers(service: str, installed: Mapping[str, Any]) -> tuple[st
     return tuple(sorted(found))
 
 
-def _find_cycle(needs: Mapping[str, set[str]]) -> list[str]:
-    start = next(iter(needs))
-    path: list[str] = []
-    node = start
-    while node not in path:
-        path.append(node)
-        node = next(iter(sorted(needs[node] & set(needs))))
-    return [*path[path.index(node) :], node]
+def _in_waves(candidates: list[_Candidate], needs: Mapping[str, set[str]]) -> list[_Candidate]:
+    """Order ``candidates`` so each comes after what it ``needs``, wave by wave.
+
+    A wave is every candidate whose needs are all in earlier waves; inside a wave, candidates keep
+    the order they were given in (discovery, then explicit), so the start order is deterministic.
+    """
+    position = {candidate.name: index for index, candidate in enumerate(candidates)}
+    sorter = graphlib.TopologicalSorter(needs)
+    try:
+        sorter.prepare()
+    except graphlib.CycleError as exc:
+        # graphlib lists each node before the one that needs it; say it the other way round.
+        cycle = list(reversed(exc.args[1]))
+        msg = f"plugins need each other's services in a cycle: {' -> '.join(cycle)}"
+        raise DependencyCycleError(msg, plugins=tuple(dict.fromkeys(cycle))) from None
+    by_name = {candidate.name: candidate for candidate in candidates}
+    ordered: list[_Candidate] = []
+    while sorter.is_active():
+        wave = sorted(sorter.get_ready(), key=position.__getitem__)
+        ordered.extend(by_name[name] for name in wave)
+        sorter.done(*wave)
+    return ordered
 
 
 def _check_known_hooks(candidate: _Candidate, events: Dispatcher) -> None:

@@ -19,15 +19,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias, runtime_ch
 
 import anyio
 import attrs
-import jsonschema
-import jsonschema.exceptions
-import jsonschema.protocols
-import jsonschema.validators
 
 from dsh_core.host._dispatch import check_guards
 from dsh_core.tools._arguments import parse_arguments
 from dsh_core.tools._definition import Tool, tool
+from dsh_core.tools._errors import ToolError
 from dsh_core.tools._schema_check import Acceptor, compile_acceptor
+from dsh_core.tools._validator import LazyValidator, check_schema
 from dsh_core.vocabulary._content import Image, Text
 from dsh_core.vocabulary._decisions import Accept, Allow, Ask, Deny, Reject
 from dsh_core.vocabulary._errors import DuplicateRegistrationError
@@ -91,7 +89,8 @@ class _Entry:
     tool: Tool
     owner: str
     scope: str | None
-    validator: jsonschema.protocols.Validator = attrs.field(eq=False, repr=False)
+    #: the full validator, built (and jsonschema imported) only when ``accept`` cannot vouch for a value
+    validator: LazyValidator = attrs.field(eq=False, repr=False)
     #: a fast check that is True only for valid arguments (None: the schema is outside its subset)
     accept: Acceptor | None = attrs.field(eq=False, repr=False)
     schema: FrozenDict = attrs.field(eq=False, repr=False)
@@ -133,7 +132,8 @@ class ToolRuntime:
     def add(self, tool: Tool, *, scope: str | None = None, owner: str = "?") -> Callable[[], None]:
         """Register ``tool`` in ``scope`` (an agent id, or ``None`` for global); returns its exact remover.
 
-        The arguments' validator is compiled here, once.
+        The schema is checked here, once: by the fast acceptor when the schema is within its
+        subset (no ``jsonschema`` import), else by ``jsonschema``'s ``check_schema``.
 
         :raises DuplicateRegistrationError: when ``scope`` already has a tool of that name.
         :raises ValueError: when ``tool.parameters`` is not a valid JSON Schema.
@@ -149,18 +149,15 @@ class ToolRuntime:
             )
             raise DuplicateRegistrationError(msg)
         schema = thaw_json(tool.parameters)
-        validator_class = jsonschema.validators.validator_for(schema)
-        try:
-            validator_class.check_schema(schema)
-        except jsonschema.exceptions.SchemaError as exc:
-            msg = f"tool {tool.name!r}: its parameters are not a valid JSON Schema: {exc.message}"
-            raise ValueError(msg) from exc
+        accept = compile_acceptor(schema)
+        if accept is None:  # outside the acceptor's subset, so not vouched for as well-formed
+            check_schema(tool.name, schema)
         entry = _Entry(
             tool=tool,
             owner=owner,
             scope=scope,
-            validator=validator_class(schema),
-            accept=compile_acceptor(schema),
+            validator=LazyValidator(schema),
+            accept=accept,
             schema=FrozenDict(
                 {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
             ),
@@ -294,8 +291,9 @@ class ToolRuntime:
         """Run one tool call through the whole pipeline and return its result.
 
         Never raises for a tool-level problem: an unknown tool, arguments that are not JSON or
-        break the schema, a body that raises, a timeout, a cancelled ``execution.signal`` and a
-        denial each become an error result (``UNKNOWN_TOOL``, ``INVALID_ARGS``, ``TOOL_ERROR``,
+        break the schema, a body that raises (a ``ToolError`` gives ``"Error: <its message>"`` as
+        the text), a timeout, a cancelled ``execution.signal`` and a denial each become an error
+        result (``UNKNOWN_TOOL``, ``INVALID_ARGS``, ``TOOL_ERROR``,
         ``TIMEOUT``, ``ABORTED``, ``DENIED``). A listener that raises, or returns something that
         is not a decision, propagates. Cancellation from outside (not through the signal) propagates.
 
@@ -466,6 +464,8 @@ async def _run_body(tool: Tool, execution: ToolExecution) -> ToolResult:
                     f"Error: tool {tool.name!r} did not finish within its timeout of {tool.timeout:g} s and was "
                     "stopped. Try a smaller or simpler request, or a different approach.",
                 )
+    except ToolError as exc:  # the body answers the model with an error, in its own words
+        return _error("TOOL_ERROR", f"Error: {exc}")
     except Exception as exc:  # noqa: BLE001 - a failing body is a result for the model; cancellation passes
         return _error(
             "TOOL_ERROR",

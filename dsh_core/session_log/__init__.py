@@ -1,14 +1,5 @@
 """The session log: its event envelope, the catalogue of event types with their data, the checks an append applies, and crash repair."""
 
-from ._spec import LogEvent as LogEvent
-from ._spec import LogEventSpec as LogEventSpec
-from ._spec import declared_types as declared_types
-from ._spec import is_visible as is_visible
-from ._spec import log_event as log_event
-from ._spec import read_payload as read_payload
-from ._spec import spec_for as spec_for
-from ._surface import SurfaceOp as SurfaceOp
-from ._surface import SurfaceOpKind as SurfaceOpKind
 from ._catalogue import CONSUMING_EVENT_TYPES as CONSUMING_EVENT_TYPES
 from ._catalogue import SURFACE_EVENT_TYPES as SURFACE_EVENT_TYPES
 from ._catalogue import AssistantChunkEvent as AssistantChunkEvent
@@ -31,15 +22,24 @@ from ._catalogue import TurnStartEvent as TurnStartEvent
 from ._catalogue import UserMessageEvent as UserMessageEvent
 from ._event import SessionEvent as SessionEvent
 from ._event import logged_event as logged_event
+from ._repair import NOT_STARTED as NOT_STARTED
+from ._repair import OUTCOME_UNKNOWN as OUTCOME_UNKNOWN
+from ._repair import StoredLogError as StoredLogError
+from ._repair import repair_events as repair_events
 from ._session import Session as Session
 from ._session import SessionMeta as SessionMeta
 from ._session import Validator as Validator
 from ._session import check_log as check_log
 from ._session import open_turn_in as open_turn_in
-from ._repair import NOT_STARTED as NOT_STARTED
-from ._repair import OUTCOME_UNKNOWN as OUTCOME_UNKNOWN
-from ._repair import StoredLogError as StoredLogError
-from ._repair import repair_events as repair_events
+from ._spec import LogEvent as LogEvent
+from ._spec import LogEventSpec as LogEventSpec
+from ._spec import declared_types as declared_types
+from ._spec import is_visible as is_visible
+from ._spec import log_event as log_event
+from ._spec import read_payload as read_payload
+from ._spec import spec_for as spec_for
+from ._surface import SurfaceOp as SurfaceOp
+from ._surface import SurfaceOpKind as SurfaceOpKind
 
 __all__ = [
     "CONSUMING_EVENT_TYPES",

@@ -22,9 +22,8 @@ import re
 from collections.abc import Iterable
 from typing import Any, Final
 
-import jsonschema.protocols
-
 from dsh_core.tools._schema_check import Acceptor
+from dsh_core.tools._validator import SchemaValidator
 from dsh_core.vocabulary._content import Text
 from dsh_core.vocabulary._json import FrozenDict, JsonValueError, freeze_json_object
 from dsh_core.vocabulary._tool_types import ToolErrorCode, ToolResult
@@ -57,11 +56,12 @@ def _refuse_constant(name: str) -> Any:
 
 
 def parse_arguments(
-    name: str, arguments: object, validator: jsonschema.protocols.Validator, accept: Acceptor | None
+    name: str, arguments: object, validator: SchemaValidator, accept: Acceptor | None
 ) -> FrozenDict | ToolResult:
     """The arguments of a call of tool ``name`` as a frozen object, or the ``INVALID_ARGS`` result saying why not.
 
-    Never raises for anything in ``arguments``.
+    ``validator`` (a ``jsonschema`` validator, or anything with its ``iter_errors``) runs only when
+    ``accept`` is ``None`` or does not accept the value. Never raises for anything in ``arguments``.
     """
     if not isinstance(arguments, str):
         return _error(

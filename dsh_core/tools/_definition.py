@@ -4,7 +4,7 @@
 ``X | None``, ``Literal``, ``enum.Enum``, ``list[T]``, ``tuple[...]``, ``dict[str, T]``, attrs
 classes, ``Annotated[T, "description"]``, ``Annotated[T, {"minimum": 1}]`` for extra JSON Schema
 keywords such as bounds), the description from the docstring's first paragraph
-and per-parameter descriptions from an ``Args:`` section. At call time the validated JSON arguments
+and per-parameter descriptions from its ``Args:`` (or reST ``:param:``, or numpydoc) section. At call time the validated JSON arguments
 are converted back (an enum member, an attrs instance, a tuple) and a parameter annotated
 ``ToolExecution`` is injected. A plain ``Tool(name=..., parameters={...}, function=...)`` with a
 hand-written schema works too: its function is called with the arguments as keywords.
@@ -22,6 +22,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, Literal, TypeAlias, TypeVar, Union, overload
 
 import attrs
+import docstring_parser
+import docstring_parser.google
+import docstring_parser.numpydoc
+import docstring_parser.rest
 
 from dsh_core.vocabulary._json import FrozenDict, freeze_json_object
 from dsh_core.vocabulary._tool_types import ToolExecution
@@ -535,52 +539,49 @@ def _json_default(value: object) -> object:
 
 # ---------------------------------------------------------------------- docstrings
 
-_SECTION = re.compile(r"^(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments):\s*$")
-_OTHER_SECTION = re.compile(r"^[A-Z][A-Za-z ]*:\s*$")
-_ARG_LINE = re.compile(r"^(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
-_SPHINX_PARAM = re.compile(r"^:param\s+(?:[^:]+\s+)?(\w+):\s*(.*)$")
-
-
 def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """The first paragraph (joined into one line) and the parameter descriptions it documents."""
-    lines = doc.splitlines()
-    summary_lines: list[str] = []
-    for line in lines:
-        if not line.strip() or _SECTION.match(line.strip()) or _SPHINX_PARAM.match(line.strip()):
-            break
-        summary_lines.append(line.strip())
-    params: dict[str, str] = {}
-    in_args = False
-    base_indent = 0
-    current: str | None = None
-    entry_indent = 0
-    for line in lines:
-        stripped = line.strip()
-        indent = len(line) - len(line.lstrip())
-        if (sphinx := _SPHINX_PARAM.match(stripped)) is not None:
-            current = sphinx.group(1)
-            params[current] = sphinx.group(2).strip()
-            in_args = False
+    """The first paragraph (joined into one line) and the parameter descriptions it documents.
+
+    Google (``Args:``, ``Keyword Args:``), reST (``:param x:``) and numpydoc (``Parameters`` over
+    ``----------``) styles are read by ``docstring_parser``; as its ``parse`` does, the style that
+    finds the most fields wins. A docstring no style can parse still gives its first paragraph.
+    """
+    parsed: list[docstring_parser.Docstring] = []
+    for parse in _PARSERS:
+        try:
+            parsed.append(parse(doc))
+        except docstring_parser.ParseError:
             continue
-        if _SECTION.match(stripped):
-            in_args, current, base_indent = True, None, indent
-            continue
-        if not in_args:
-            if current is not None and stripped and indent > 0 and not stripped.startswith(":"):
-                params[current] = f"{params[current]} {stripped}".strip()
-            else:
-                current = None
-            continue
-        if not stripped:
-            continue
-        if indent <= base_indent and _OTHER_SECTION.match(stripped):
-            in_args, current = False, None
-            continue
-        entry = _ARG_LINE.match(stripped)
-        if entry is not None and (current is None or indent <= entry_indent):
-            current = entry.group(1).lstrip("*")
-            entry_indent = indent
-            params[current] = entry.group(2).strip()
-        elif current is not None:
-            params[current] = f"{params[current]} {stripped}".strip()
-    return " ".join(summary_lines), params
+    if not parsed:
+        return _one_line(doc.split("\n\n", 1)[0]), {}
+    best = max(parsed, key=lambda candidate: len(candidate.meta))  # the first of equals: Google
+    params = {
+        param.arg_name.lstrip("*"): _one_line(param.description or "")
+        for param in best.params
+        if param.args and param.args[0] in _PARAM_KINDS
+    }
+    return _one_line((best.description or "").split("\n\n", 1)[0]), params
+
+
+def _one_line(text: str) -> str:
+    return " ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+#: The field kinds that describe an argument (reST ``:keyword x:`` included).
+_PARAM_KINDS = frozenset({"param", "parameter", "arg", "argument", "key", "keyword", "kwarg"})
+
+# docstring_parser's Google sections lack the keyword-argument ones that Google's guide allows.
+_GOOGLE = docstring_parser.google.GoogleParser(
+    [
+        *docstring_parser.google.DEFAULT_SECTIONS,
+        *(
+            docstring_parser.google.Section(title, "param", docstring_parser.google.SectionType.MULTIPLE)
+            for title in ("Keyword Args", "Keyword Arguments")
+        ),
+    ]
+)
+_PARSERS: tuple[Callable[[str], docstring_parser.Docstring], ...] = (
+    _GOOGLE.parse,
+    docstring_parser.rest.parse,
+    docstring_parser.numpydoc.parse,
+)

@@ -7,21 +7,33 @@ nullable values, arrays, nested objects), for which ``compile_acceptor`` builds 
 schema uses anything outside the subset, so no acceptor is built) the full validator decides and
 explains. Accepting is deliberately stricter than JSON Schema (``1.0`` is not accepted as an
 ``integer`` here), which only sends rare values down the slow path.
+
+An acceptor is built only for a schema that is also well-formed under the JSON Schema 2020-12
+meta-schema (a ``type`` of known, distinct names, a ``required`` list of distinct strings, a
+non-empty ``anyOf``, non-negative lengths, string descriptions, ...). So a caller that gets one may
+skip ``check_schema``, and the common tool never imports ``jsonschema`` at all.
 """
 
 from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeGuard
 
 __all__ = ["Acceptor", "compile_acceptor"]
 
 #: True when the value is certainly valid; False when the full validator must decide.
 Acceptor: TypeAlias = Callable[[Any], bool]
 
-# Keywords that never constrain a value.
-_ANNOTATIONS = frozenset({"description", "title", "default", "examples", "$comment"})
+# Keywords that never constrain a value, each with the JSON type the meta-schema wants it to have.
+_ANNOTATION_TYPES: dict[str, type | None] = {
+    "description": str,
+    "title": str,
+    "$comment": str,
+    "examples": list,
+    "default": None,  # any JSON value
+}
+_ANNOTATIONS = frozenset(_ANNOTATION_TYPES)
 #: Bounds the fast path checks, each as the comparison a valid value passes.
 _NUMBER_BOUNDS: dict[str, Callable[[Any, Any], bool]] = {
     "minimum": operator.ge,
@@ -52,13 +64,18 @@ class _Unsupported(Exception):
 
 
 def _compile(schema: object) -> Acceptor:
-    if schema is True or (isinstance(schema, Mapping) and not (set(schema) - _ANNOTATIONS)):
+    if schema is True:
         return _anything
     if not isinstance(schema, Mapping):
         raise _Unsupported
+    for key, wanted in _ANNOTATION_TYPES.items():
+        if wanted is not None and key in schema and type(schema[key]) is not wanted:
+            raise _Unsupported  # ill-formed: leave it to check_schema to say so
     keys = set(schema) - _ANNOTATIONS
+    if not keys:
+        return _anything
     if "anyOf" in keys:
-        if keys != {"anyOf"}:
+        if keys != {"anyOf"} or not _is_list(schema["anyOf"]) or not schema["anyOf"]:
             raise _Unsupported
         options = [_compile(option) for option in schema["anyOf"]]
         return lambda value: any(accept(value) for accept in options)
@@ -77,8 +94,8 @@ def _compile(schema: object) -> Acceptor:
         return _array(schema, keys)
     if "type" not in keys or not keys <= {"type", *_NUMBER_BOUNDS, *_LENGTH_BOUNDS}:
         raise _Unsupported
-    kinds = [kind] if isinstance(kind, str) else list(kind) if isinstance(kind, list | tuple) else None
-    if not kinds or any(k not in _SCALAR_TYPES for k in kinds):
+    kinds = [kind] if isinstance(kind, str) else list(kind) if _is_list(kind) else None
+    if not kinds or any(type(k) is not str or k not in _SCALAR_TYPES for k in kinds) or len(set(kinds)) != len(kinds):
         raise _Unsupported
     accepted = frozenset(t for k in kinds for t in _SCALAR_TYPES[k])
     in_bounds = _bounds(schema, keys)
@@ -98,7 +115,7 @@ def _bounds(schema: Mapping[str, Any], keys: set[str]) -> Acceptor | None:
             raise _Unsupported
         checks.append(_number_bound(_NUMBER_BOUNDS[key], schema[key]))
     for key in sorted(keys & _LENGTH_BOUNDS.keys()):
-        if type(schema[key]) is not int:
+        if type(schema[key]) is not int or schema[key] < 0:
             raise _Unsupported
         checks.append(_length_bound(_LENGTH_BOUNDS[key], schema[key]))
     if not checks:
@@ -120,8 +137,12 @@ def _anything(value: object) -> bool:
     return True
 
 
+def _is_list(value: object) -> TypeGuard[list[Any] | tuple[Any, ...]]:
+    return isinstance(value, list | tuple)
+
+
 def _enum(values: object) -> Acceptor:
-    if not isinstance(values, list | tuple):
+    if not _is_list(values):
         raise _Unsupported
     # Compare type and value both: JSON Schema tells 1 from true, Python's == does not.
     members = frozenset((type(v), v) for v in values if type(v) in (str, int, float, bool) or v is None)
@@ -134,8 +155,14 @@ def _enum(values: object) -> Acceptor:
 def _object(schema: Mapping[str, Any], keys: set[str]) -> Acceptor:
     if not keys <= {"type", "properties", "required", "additionalProperties"}:
         raise _Unsupported
-    properties = {name: _compile(sub) for name, sub in schema.get("properties", {}).items()}
-    required = tuple(schema.get("required", ()))
+    declared = schema.get("properties", {})
+    required = schema.get("required", [])
+    if not isinstance(declared, Mapping) or not _is_list(required):
+        raise _Unsupported
+    if not all(type(name) is str for name in required) or len(set(required)) != len(required):
+        raise _Unsupported
+    properties = {name: _compile(sub) for name, sub in declared.items()}
+    required = tuple(required)
     extra = schema.get("additionalProperties", True)
     if extra is False:
         closed = True

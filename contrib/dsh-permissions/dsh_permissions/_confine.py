@@ -3,11 +3,13 @@
 ``confined_argv`` is pure: the probe (``_sandbox``) decides which of bubblewrap's features work
 here (a ``Profile``), and this module turns a command into the argv that runs it so::
 
-    [unshare --pid --fork --kill-child -- sh -c 'echo P > /proc/sys/kernel/pid_max ...']   (root)
+    [sh -c 'exec "$@" 3<<EOF ... P ... EOF' sh]                                     (root)
     bwrap --unshare-pid --unshare-ipc --unshare-user --disable-userns --unshare-net
           --cap-drop ALL --die-with-parent --new-session
           --ro-bind /usr /usr  --symlink usr/bin /bin ...  --ro-bind /etc /etc ...   system, read-only
-          --dev /dev --proc /proc --tmpfs /tmp --tmpfs /var/tmp [--tmpfs $HOME]      its own
+          --dev /dev --proc /proc --ro-bind /proc/sys /proc/sys                      its own
+          --tmpfs /tmp --tmpfs /var/tmp [--tmpfs $HOME]
+          [--file 3 /../oldroot/proc/sys/kernel/pid_max]                             (root)
           --bind <workspace> <workspace>             (read-only mode: --ro-bind)
           --ro-bind <empty file> /etc/shadow  --tmpfs ~/.ssh --remount-ro ~/.ssh ... hidden paths
           --remount-ro / --chdir <workspace>
@@ -15,6 +17,14 @@ here (a ``Profile``), and this module turns a command into the argv that runs it
 
 Nothing else of the host is mounted: ``/run``, ``/var/run``, the host's ``/tmp`` and
 ``/var/tmp`` and home directories (where Unix sockets live) do not exist inside.
+
+As root the process cap is the pid namespace's own ``pid_max`` (RLIMIT_NPROC never limits uid
+0). bwrap writes it while it sets the sandbox up, before the command starts: ``--file 3`` copies
+the number from a here-document that ``sh`` opened on descriptor 3 (the one exec this costs; the
+workspace passes no descriptor of ours) into ``pid_max``, reached through the host's ``/proc``
+that bwrap still holds at ``/oldroot`` then; the value belongs to the pid namespace of the
+writer, bwrap's init. ``/proc/sys`` is read-only inside, so the command cannot raise it again
+(nor change any other kernel setting: a sysctl write needs only euid 0, no capability).
 """
 
 from __future__ import annotations
@@ -34,6 +44,8 @@ __all__ = [
     "Profile",
     "confined_argv",
     "hidden_paths",
+    "pid_max_for",
+    "system_mounts",
 ]
 
 #: The guarantees of SPEC §9.3, each named by what it keeps from the command.
@@ -68,9 +80,10 @@ DEFAULT_HIDDEN: Final = (
 )
 #: The smallest pid_max the kernel accepts for a pid namespace.
 PID_MAX_FLOOR: Final = 301
-#: pid_max leaves room for the command's processes and, in the wrapper's pid namespace, pid 0
-#: (never handed out), the outer bwrap (pid 1 there) and bwrap's init of the inner namespace.
-_PID_MAX_OVERHEAD: Final = 3
+#: pid_max leaves room for the command's processes and pid 0 (never handed out) and bwrap's init (pid 1).
+_PID_MAX_OVERHEAD: Final = 2
+#: where bwrap, while it sets the sandbox up, sees the host's /proc (a path below its new root)
+_PID_MAX_PATH: Final = "/../oldroot/proc/sys/kernel/pid_max"
 
 
 @attrs.frozen(kw_only=True)
@@ -85,7 +98,7 @@ class Profile:
     #: how ``max_processes`` is enforced: RLIMIT_NPROC counted in the sandbox's user namespace
     #: (not root), the pid namespace's pid_max (root: RLIMIT_NPROC never limits uid 0), or not at all
     process_cap: Literal["rlimit", "pid-max"] | None = "rlimit"
-    #: ``prlimit`` (rlimit) or ``unshare`` and ``sh`` (pid-max), absolute paths
+    #: ``prlimit`` (rlimit) or ``sh`` (pid-max), absolute paths
     helper: tuple[str, ...] = ()
 
     def missing(self) -> tuple[Guarantee, ...]:
@@ -96,6 +109,11 @@ class Profile:
         if self.process_cap is None:
             out.append("processes")
         return tuple(out)
+
+
+def pid_max_for(max_processes: int) -> int:
+    """The pid_max that lets a command run ``max_processes`` processes at once (never below the kernel's floor)."""
+    return max(max_processes + _PID_MAX_OVERHEAD, PID_MAX_FLOOR)
 
 
 def hidden_paths(extra: Iterable[str], home: str) -> tuple[str, ...]:
@@ -112,14 +130,19 @@ def _within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def _system_mounts(read_only: Sequence[str]) -> list[str]:
+def system_mounts(read_only: Sequence[str] = ()) -> tuple[str, ...]:
+    """The bwrap arguments that show the system directories present here, and ``read_only``, read-only.
+
+    They depend only on the host's layout, so a sandbox computes them once (``confined_argv``'s
+    ``system``); the hidden paths, which the user may create at any time, are looked at per command.
+    """
     args: list[str] = []
     for path in (*SYSTEM_DIRS, *read_only):
         if os.path.islink(path) and path in SYSTEM_DIRS:
             args += ["--symlink", os.readlink(path), path]  # merged /usr: /bin -> usr/bin
         elif os.path.exists(path):
             args += ["--ro-bind", path, path]
-    return args
+    return tuple(args)
 
 
 def _hidden_mounts(hidden: Sequence[str], empty_file: str) -> list[str]:
@@ -143,9 +166,13 @@ def confined_argv(
     empty_file: str,
     home: str | None,
     read_only: Sequence[str] = (),
+    system: Sequence[str] | None = None,
     network: bool = False,
 ) -> list[str]:
-    """``argv`` run in ``cwd`` (the workspace, writable when ``writable``) inside the sandbox ``profile`` allows."""
+    """``argv`` run in ``cwd`` (the workspace, writable when ``writable``) inside the sandbox ``profile`` allows.
+
+    ``system`` is ``system_mounts(read_only)`` computed earlier; ``None`` computes it now.
+    """
     wrapper: list[str] = []
     command = list(argv)
     if profile.process_cap == "rlimit":
@@ -153,14 +180,12 @@ def confined_argv(
         (prlimit,) = profile.helper
         command = [prlimit, f"--nproc={max_processes + 1}:{max_processes + 1}", "--", *command]
     elif profile.process_cap == "pid-max":
-        unshare, sh = profile.helper
-        pid_max = max(max_processes + _PID_MAX_OVERHEAD, PID_MAX_FLOOR)
-        script = f'echo {pid_max} > /proc/sys/kernel/pid_max && exec "$@"'
-        wrapper = [unshare, "--pid", "--fork", "--kill-child", "--", sh, "-c", script, "sh"]
+        (sh,) = profile.helper
+        # The number reaches bwrap on descriptor 3, a here-document (a pipe: no file to clean up).
+        script = f'exec "$@" 3<<EOF\n{pid_max_for(max_processes)}\nEOF\n'
+        wrapper = [sh, "-c", script, "sh"]
     # The namespaces that keep something from the command: not cgroup (slow to make; /sys is not
-    # mounted) nor UTS (without a capability the hostname cannot be changed anyway). bwrap's own pid
-    # namespace even inside the pid-max wrapper's: its /proc can only be mounted for a pid
-    # namespace that its user namespace owns (without one, it would show the host's).
+    # mounted) nor UTS (without a capability the hostname cannot be changed anyway).
     args = [profile.bwrap, "--unshare-pid", "--unshare-ipc"]
     if profile.user_namespace:
         args.append("--unshare-user")
@@ -169,8 +194,14 @@ def confined_argv(
     if not network:
         args.append("--unshare-net")
     args += ["--cap-drop", "ALL", "--die-with-parent", "--new-session"]
-    args += _system_mounts(read_only)
-    args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp"]
+    args += system_mounts(read_only) if system is None else system
+    # /proc/sys read-only (bwrap leaves it writable): as root, a command could otherwise change
+    # host-wide kernel settings (core_pattern runs a program as the host's root) and its pid_max.
+    # The bind's source is the host's /proc/sys; what a read shows follows the reader's namespaces.
+    args += ["--dev", "/dev", "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys"]
+    args += ["--tmpfs", "/tmp", "--tmpfs", "/var/tmp"]
+    if profile.process_cap == "pid-max":
+        args += ["--file", "3", _PID_MAX_PATH]
     # The home directory is an empty one of its own, unless the workspace shows it (then the hidden
     # paths below cover its secrets). Mounted before the workspace, which may lie inside it.
     if home and home != "/" and not _within(home, cwd) and not any(_within(home, d) for d in SYSTEM_DIRS):

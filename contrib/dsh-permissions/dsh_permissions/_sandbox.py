@@ -9,7 +9,8 @@ In full-access mode, or with ``sandbox = "off"``, commands run unconfined.
 
 What works here is probed once, by running ``cat /proc/self/status`` confined with every feature
 and then with fewer (bubblewrap may be missing or old, the kernel may refuse user namespaces or
-be too old for a pid_max per namespace); the probe checks inside that ``CapEff`` is 0. With
+be too old for a pid_max per namespace); the probe checks inside that ``CapEff`` is 0 and, as
+root, that ``pid_max`` is the one bwrap was handed. With
 ``sandbox = "required"`` a command is refused unless every guarantee holds, with a message naming
 the missing ones; with ``auto`` it runs with what works (unconfined when nothing does) and one
 warning names what is missing.
@@ -31,7 +32,7 @@ import anyio.to_thread
 import attrs
 
 from ._config import Mode, SandboxSetting
-from ._confine import GUARANTEES, Guarantee, Profile, confined_argv, hidden_paths
+from ._confine import GUARANTEES, Guarantee, Profile, confined_argv, hidden_paths, pid_max_for, system_mounts
 
 if TYPE_CHECKING:
     from dsh_core import ToolExecution
@@ -116,6 +117,7 @@ class BwrapSandbox:
         self._probing: anyio.Event | None = None
         self._warned = False
         self._private: str | None = None
+        self._system: tuple[str, ...] | None = None
 
     @property
     def setting(self) -> SandboxSetting:
@@ -179,10 +181,10 @@ class BwrapSandbox:
                 "(6.14 or later is needed; RLIMIT_NPROC does not limit root)"
             )
             return Profile(bwrap=bwrap, process_cap=None), why
-        unshare, sh = shutil.which("unshare"), shutil.which("sh")
-        if unshare is None or sh is None:
-            return Profile(bwrap=bwrap, process_cap=None), "unshare (util-linux) is not installed"
-        return Profile(bwrap=bwrap, process_cap="pid-max", helper=(unshare, sh)), None
+        sh = shutil.which("sh")
+        if sh is None:
+            return Profile(bwrap=bwrap, process_cap=None), "no sh on PATH (it hands bwrap the pid_max)"
+        return Profile(bwrap=bwrap, process_cap="pid-max", helper=(sh,)), None
 
     async def _probe(self) -> SandboxStatus:
         executable = shutil.which(self._bwrap)
@@ -221,12 +223,12 @@ class BwrapSandbox:
         return SandboxStatus(False, executable, "; ".join(problems), tuple(GUARANTEES))
 
     async def _try(self, profile: Profile, private: str) -> int | str:
-        """Run the probe in ``profile``: the CapEff inside, or why it failed."""
+        """Run the probe in ``profile``: the CapEff inside, or why it failed (the pid_max it sets included)."""
         argv = [
             *self._run_as,
             *confined_argv(
                 profile,
-                ["cat", "/proc/self/status"],
+                ["cat", "/proc/self/status", "/proc/sys/kernel/pid_max"],
                 cwd=private,
                 writable=False,
                 max_processes=self._max_processes,
@@ -253,7 +255,13 @@ class BwrapSandbox:
                 f"{profile.bwrap} failed its probe ({_features(profile)}; exit {done.returncode}): "
                 f"{detail or 'no message'}"
             )
-        found = _CAP_EFF.search(done.stdout.decode("utf-8", "replace"))
+        output = done.stdout.decode("utf-8", "replace")
+        if profile.process_cap == "pid-max":
+            expected = str(pid_max_for(self._max_processes))
+            seen = output.split()[-1] if output.split() else "nothing"
+            if seen != expected:
+                return f"{profile.bwrap} did not set the sandbox's pid_max (it reads {seen}, not {expected})"
+        found = _CAP_EFF.search(output)
         return int(found.group(1), 16) if found else -1
 
     # ------------------------------------------------------------------ use
@@ -308,8 +316,15 @@ class BwrapSandbox:
                 empty_file=os.path.join(private, "empty"),
                 home=self._home,
                 read_only=self._read_only,
+                system=self._system_mounts(),
             ),
         ]
+
+    def _system_mounts(self) -> tuple[str, ...]:
+        """The system directories' mounts, looked up on first use (the host's layout does not change under us)."""
+        if self._system is None:
+            self._system = system_mounts(self._read_only)
+        return self._system
 
 
 def _features(profile: Profile) -> str:

@@ -17,6 +17,8 @@ from dsh_permissions._rules import (
     path_matcher,
     path_units,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 ALLOW = Verdict("allow")
 DENY = Verdict("deny", "mode says no")
@@ -59,11 +61,89 @@ def test_path_patterns(pattern: str, matching: list[str], not_matching: list[str
         ("(cd sub && make)", [("cd sub", False), ("make", False)]),
         ("if true; then rm x; fi", [("true", False), ("rm x", False), ("fi", False)]),
         ("echo a\\;b", [("echo a\\;b", False)]),
+        # a separator inside a substitution belongs to it (the splitter once leaked "b" as a command)
+        ("echo $(a; b); c", [("echo $(a; b)", True), ("c", False)]),
+        ("cat <(ls; pwd) | wc", [("cat <(ls; pwd)", True), ("wc", False)]),
+        ("echo `a; b`; c", [("echo `a; b`", True), ("c", False)]),
+        ("echo '$(a)' '`b`'", [("echo '$(a)' '`b`'", False)]),
+        ("echo \"$(a)\"", [("echo \"$(a)\"", True)]),
+        ("FOO='a b' git push", [("git push", False)]),
+        ("{ a; b; }", [("a", False), ("b", False)]),
+        ("ls # ; rm x", [("ls #", False), ("rm x", False)]),
+        ("ls # c\nrm x", [("ls # c", False), ("rm x", False)]),  # plain shlex: one command "ls rm x"
+        # ANSI-C quoting and text shlex cannot read: the rest of the line is one opaque unit
+        ("echo $'\\''; rm -rf /", [("echo $'\\''; rm -rf /", True)]),
+        ("ls; echo 'unclosed; rm -rf /", [("ls", False), ("echo 'unclosed; rm -rf /", True)]),
+        ("ls \\", [("ls \\", True)]),
     ],
 )
 def test_command_units(command: str, units: list[tuple[str, bool]]) -> None:
     """A command line splits into simple commands outside quotes; substitutions make a unit opaque."""
     assert [(unit.spellings[0], unit.opaque) for unit in command_units(command)] == units
+
+
+@pytest.mark.parametrize(
+    ("command", "spellings"),
+    [
+        ("'rm' -rf /", ("'rm' -rf /", "rm -rf /")),
+        ("\\rm -rf x", ("\\rm -rf x", "rm -rf x")),
+        ('r""m x', ('r""m x', "rm x")),
+        ("make 2>&1", ("make 2>&1",)),
+        ("git push origin '--force'", ("git push origin '--force'", "git push origin --force")),
+    ],
+)
+def test_a_command_is_also_spelled_as_its_words(command: str, spellings: tuple[str, ...]) -> None:
+    """Besides the text as written, a command is spelled as the words bash runs (quotes and escapes gone)."""
+    (unit,) = command_units(command)
+    assert unit.spellings == spellings
+
+
+# A command line made of simple commands whose words may quote separators: the splitter must
+# find exactly those commands, each spelled as written and as its words.
+_plain = st.text("abcxyz-./=", min_size=1, max_size=4).filter(lambda word: not word[0] == "=")
+_quoted_text = st.text("ab ;&|()<>$`#\n", max_size=5)
+_word = st.one_of(
+    _plain.map(lambda w: (w, w)),
+    _quoted_text.map(lambda t: (f"'{t}'", t)),
+    _quoted_text.filter(lambda t: "$" not in t and "`" not in t).map(lambda t: (f'"{t}"', t)),
+    st.sampled_from(";&|()<>").map(lambda c: (f"\\{c}", c)),
+)
+_simple = st.lists(_word, min_size=1, max_size=4).filter(
+    lambda words: words[0][1] not in {"if", "then", "else", "elif", "do", "while", "until", "time", "!", "{"}
+    and "=" not in words[0][1]
+    and words[-1][1] != "}"
+)
+_line = st.lists(_simple, min_size=1, max_size=4).flatmap(
+    lambda commands: st.tuples(
+        st.just(commands),
+        st.lists(st.sampled_from([";", " && ", " || ", " | ", " & ", "\n", " |& "]), min_size=len(commands) - 1,
+                 max_size=len(commands) - 1),
+    )
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(line=_line)
+def test_generated_lines_split_into_their_commands(line: tuple[list[list[tuple[str, str]]], list[str]]) -> None:
+    """Any line of simple commands joined by separators gives back those commands, as written and as words."""
+    commands, separators = line
+    written = [" ".join(w for w, _ in words) for words in commands]
+    text = written[0] + "".join(sep + part for sep, part in zip(separators, written[1:], strict=True))
+    units = command_units(text)
+    assert [unit.spellings[0] for unit in units] == written
+    assert [unit.spellings[-1] for unit in units] == [" ".join(v for _, v in words) for words in commands]
+    assert not any(unit.opaque for unit in units)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(command=st.text(" \t\nab;&|()<>$`'\"\\#{}=", max_size=30))
+def test_any_text_splits_into_pieces_of_itself(command: str) -> None:
+    """Whatever the text, splitting never raises, and each unit is spelled as a piece of it, in order."""
+    at = 0
+    for unit in command_units(command):
+        found = command.find(unit.spellings[0], at)
+        assert found >= 0, unit
+        at = found + len(unit.spellings[0])
 
 
 def test_path_units_spell_inside_paths_both_ways(tmp_path: Path) -> None:
@@ -133,6 +213,20 @@ class TestEvaluate:
         assert evaluate(ask_rm, "bash", bash("ls; rm x"), ALLOW).action == "ask"
         assert evaluate(ask_rm, "bash", bash("ls; rm x"), DENY) == DENY
         assert evaluate(ask_rm, "bash", bash("ls"), ALLOW) == ALLOW
+
+    def test_deny_sees_through_quotes_and_escapes(self) -> None:
+        """A deny rule catches a command however its words are quoted (these once slipped past `rm *`)."""
+        deny_rm = rules(("bash", "allow"), ("bash(rm *)", "deny"), ("bash(* --force*)", "deny"))
+        for command in ("'rm' -rf /", "\\rm -rf /", 'r""m -rf /', "ls; 'rm' x", "git push origin '--force'"):
+            assert evaluate(deny_rm, "bash", bash(command), ALLOW).action == "deny", command
+
+    def test_unreadable_text_is_never_allowed_by_a_rule(self) -> None:
+        """An allow rule cannot cover what follows ANSI-C quoting or an unclosed quote."""
+        allow_echo = rules(("bash(echo *)", "allow"))
+        assert evaluate(allow_echo, "bash", bash("echo $'\\''; rm -rf /"), DENY) == DENY
+        assert evaluate(allow_echo, "bash", bash("echo $'\\'' ; rm -rf / ; echo '"), DENY) == DENY
+        assert evaluate(allow_echo, "bash", bash("echo 'a"), DENY) == DENY
+        assert evaluate(allow_echo, "bash", bash("echo 'a; b'"), DENY).action == "allow"
 
     def test_tool_globs_and_patternless_rules(self) -> None:
         """'*' names every tool; a rule without a pattern covers every call of its tool."""

@@ -15,7 +15,7 @@ import anyio
 import anyio.to_thread
 import pytest
 from dsh_permissions import BwrapSandbox, SandboxStatus, SandboxUnavailableError
-from dsh_permissions._confine import Profile, confined_argv
+from dsh_permissions._confine import Profile, confined_argv, pid_max_for
 
 from dsh_core import CancelSignal, Context, ToolExecution, ToolResult
 
@@ -316,7 +316,7 @@ def test_confined_argv_mounts_the_workspace_after_tmp_and_hides_last(tmp_path: P
                          "--unshare-net", "--cap-drop", "ALL", "--die-with-parent", "--new-session"]  # fmt: skip
     tail = argv[argv.index("/proc") + 1 :]
     assert tail == [
-        "--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/home/u", "--bind", "/w", "/w",
+        "--ro-bind", "/proc/sys", "/proc/sys", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/home/u", "--bind", "/w", "/w",
         "--ro-bind", "/e", str(secret), "--tmpfs", str(tmp_path), "--remount-ro", str(tmp_path),
         "--remount-ro", "/", "--chdir", "/w", "--", "prlimit", "--nproc=8:8", "--", "bash", "-c", "ls",
     ]  # fmt: skip
@@ -327,22 +327,27 @@ def test_confined_argv_mounts_the_workspace_after_tmp_and_hides_last(tmp_path: P
 
 
 def test_confined_argv_as_root_caps_processes_with_pid_max() -> None:
-    """As root the command runs in a pid namespace whose pid_max leaves room for max_processes (floor 301)."""
-    profile = Profile(bwrap="bwrap", process_cap="pid-max", helper=("unshare", "sh"))
+    """As root, bwrap writes its pid namespace's pid_max (handed over by sh on fd 3) before the command starts."""
+    profile = Profile(bwrap="bwrap", process_cap="pid-max", helper=("sh",))
     argv = confined_argv(profile, ["x"], cwd="/w", writable=True, max_processes=512, hidden=[], empty_file="/e", home=None)
-    assert argv[:9] == ["unshare", "--pid", "--fork", "--kill-child", "--", "sh", "-c",
-                        'echo 515 > /proc/sys/kernel/pid_max && exec "$@"', "sh"]  # fmt: skip
-    assert argv[9:11] == ["bwrap", "--unshare-pid"]  # its /proc needs a pid namespace of its own
+    assert argv[:6] == ["sh", "-c", 'exec "$@" 3<<EOF\n514\nEOF\n', "sh", "bwrap", "--unshare-pid"]
+    at = argv.index("--file")
+    assert argv[at : at + 3] == ["--file", "3", "/../oldroot/proc/sys/kernel/pid_max"]
+    assert argv.index("--unshare-pid") < at  # the value belongs to the pid namespace of bwrap's init
+    assert argv[argv.index("/proc/sys") - 1 : argv.index("/proc/sys") + 2] == ["--ro-bind", "/proc/sys", "/proc/sys"]
+    assert "prlimit" not in argv
     assert argv[-2:] == ["--", "x"]
     small = confined_argv(profile, ["x"], cwd="/w", writable=True, max_processes=5, hidden=[], empty_file="/e", home=None)
-    assert "echo 301 > /proc/sys/kernel/pid_max" in small[7]
+    assert small[2] == 'exec "$@" 3<<EOF\n301\nEOF\n'
+    assert pid_max_for(5) == 301
+    assert pid_max_for(350) == 352
 
 
 async def test_status_is_probed_once(tmp_path: Path) -> None:
     """Concurrent first uses share one probe; the result is remembered."""
     counter = tmp_path / "count"
     fake = tmp_path / "bwrap"
-    fake.write_text(f"#!/bin/sh\necho x >> {counter}\necho 'CapEff:\t0000000000000000'\n")
+    fake.write_text(f"#!/bin/sh\necho x >> {counter}\necho 'CapEff:\t0000000000000000'\necho 514\n")  # 514: the pid_max it was handed
     fake.chmod(0o755)
     sandbox = BwrapSandbox("required", str(fake), lambda agent: "workspace-write")
     results: list[SandboxStatus] = []
@@ -408,3 +413,31 @@ async def test_auto_runs_with_what_works_and_warns_once_naming_it(
     assert warnings[0].startswith(
         "commands run in a sandbox without: no mount, even in the sandbox's own namespaces; because"
     )
+
+
+async def test_required_refuses_when_bwrap_did_not_set_pid_max(
+    start: Start, ws: Path, tmp_path: Path, bwrap_problem: str | None
+) -> None:
+    """As root, a bwrap that drops --file (pid_max never written): the probe sees it, required names the process cap."""
+    if os.geteuid() != 0:
+        pytest.skip("the pid_max cap is root's; a normal user's cap is RLIMIT_NPROC")
+    if bwrap_problem is not None:
+        await fails_closed_instead(start, ws, bwrap_problem)
+        return
+    real = shutil.which("bwrap")
+    fake = tmp_path / "bwrap"
+    fake.write_text(
+        "#!/bin/bash\n"
+        "args=()\n"
+        'while [ $# -gt 0 ]; do if [ "$1" = --file ]; then shift 3; else args+=("$1"); shift; fi; done\n'
+        f'exec {real} "${{args[@]}}"\n'
+    )
+    fake.chmod(0o755)
+    async with start(sandbox="required", bwrap=str(fake)) as ctx:
+        result = await call(ctx, "bash", ws, command="touch ran.txt")
+        status = await ctx.sandbox.status()
+    assert result.error_code == "DENIED", text(result)
+    assert "but cannot guarantee: a cap on processes (max_processes) (" in text(result)
+    assert "did not set the sandbox's pid_max (it reads " in text(result)
+    assert status.missing == ("processes",)
+    assert not (ws / "ran.txt").exists()

@@ -3,8 +3,9 @@
 Every test runs twice: with the harness (and bwrap) running as root, as in containers and CI, and
 with bwrap started as ``nobody`` through ``setpriv`` (the ``run_as`` seam of the plugin), so that
 both ways the sandbox is built are exercised: a process cap by pid_max as root, by RLIMIT_NPROC
-in the sandbox's user namespace otherwise. The harness itself stays root in the second case: the
-project's Python lives under ``/root``, which ``nobody`` cannot read.
+in the sandbox's user namespace otherwise. The harness itself stays root in the second case (the
+project's Python lives under ``/root``, which ``nobody`` cannot read);
+``test_sandbox_as_a_normal_user`` runs the whole harness as ``nobody`` with a system Python.
 
 Where bwrap cannot give every guarantee here, each test asserts the fail-closed refusal instead.
 """
@@ -184,6 +185,31 @@ async def test_no_mount_from_a_nested_user_namespace_in_one_process(box: Box) ->
         return
     assert re.search(r"^unshare -1 \d+$", output, re.MULTILINE), output
     assert re.search(r"^mount -1 \d+$", output, re.MULTILINE), output
+
+
+async def test_no_kernel_setting_can_be_written(box: Box) -> None:
+    """/proc/sys is read-only: neither a host-wide setting (core_pattern) nor the sandbox's own pid_max can change.
+
+    A sysctl write needs only euid 0, no capability: as root, a writable core_pattern is code run as
+    the host's root. Each attempt writes back the value already there, so a sandbox that failed
+    changes nothing.
+    """
+    command = """
+for key in kernel/core_pattern kernel/printk_ratelimit vm/swappiness; do
+  value=$(cat /proc/sys/$key) && (printf '%s\\n' "$value" > /proc/sys/$key) 2>/dev/null; code=$?
+  echo "$(echo $key | tr / -)=$code"
+done
+(cat /proc/sys/kernel/pid_max > /proc/sys/kernel/pid_max) 2>/dev/null; echo kernel-pid_max=$?
+(echo 4194304 > /proc/sys/kernel/pid_max) 2>/dev/null; echo raise-pid_max=$?
+"""
+    async with box() as (ctx, ws):
+        if await sandbox_problem(ctx, ws):
+            return
+        result = await bash(ctx, ws, command)
+    codes = statuses(text(result))
+    assert set(codes) == {"kernel-core_pattern", "kernel-printk_ratelimit", "vm-swappiness", "kernel-pid_max",
+                          "raise-pid_max"}, text(result)  # fmt: skip
+    assert all(code != 0 for code in codes.values()), codes
 
 
 async def test_host_processes_are_invisible(box: Box) -> None:

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 import anyio.to_thread
 import attrs
 
+from dsh_core import ToolError
+
 from ._seams import POLICY_SERVICE, Access
 
 if TYPE_CHECKING:
@@ -23,8 +25,12 @@ if TYPE_CHECKING:
 __all__ = ["ResolvedPath", "Workspace", "WorkspaceError", "workspace_of"]
 
 
-class WorkspaceError(Exception):
-    """A tool call the workspace refuses or cannot do; the message is shown to the model as is."""
+class WorkspaceError(ToolError):
+    """A tool call the workspace refuses or cannot do; the model reads ``Error: <message>``.
+
+    A ``ToolError``: raised out of a tool body, the tool runtime makes it the call's ``TOOL_ERROR``
+    result, so the tools need no ``try`` of their own.
+    """
 
 
 @attrs.frozen

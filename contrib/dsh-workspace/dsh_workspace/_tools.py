@@ -1,8 +1,9 @@
 """The seven workspace tools as the model sees them: schemas, descriptions, and error results.
 
-Each tool resolves its workspace from the call (``execution.cwd``), runs its blocking file work
-in a worker thread, and turns a ``WorkspaceError`` into an error result (``TOOL_ERROR``) whose
-text tells the model what to do instead. The read tools are parallel-safe.
+Each tool resolves its workspace from the call (``execution.cwd``) and runs its blocking file work
+in a worker thread. What it refuses or cannot do it raises as a ``WorkspaceError``, a ``ToolError``
+that the tool runtime makes the call's error result (``TOOL_ERROR``, text ``Error: <message>``,
+saying what to do instead). The read tools are parallel-safe.
 """
 
 from __future__ import annotations
@@ -63,10 +64,6 @@ def command_environment(parent: Mapping[str, str], extra: Mapping[str, str] | No
     return {**kept, **_QUIET_ENV, **(extra or {})}
 
 
-def _failure(message: str) -> ToolResult:
-    return ToolResult(content=(Text(f"Error: {message}"),), is_error=True, error_code="TOOL_ERROR")
-
-
 def make_tools(ctx: Context, config: WorkspaceConfig) -> list[Tool]:
     """The workspace tools, bound to the plugin's context (for its services) and configuration."""
 
@@ -87,7 +84,7 @@ def make_tools(ctx: Context, config: WorkspaceConfig) -> list[Tool]:
         limit: Annotated[int | None, {"minimum": 1}] = None,
         *,
         execution: ToolExecution,
-    ) -> str | ToolResult:
+    ) -> str:
         """Read a text file of the workspace, with line numbers.
 
         Args:
@@ -95,23 +92,20 @@ def make_tools(ctx: Context, config: WorkspaceConfig) -> list[Tool]:
             offset: the first line to show, counting from 1 (default 1)
             limit: how many lines to show at most
         """
-        try:
-            if offset is not None and offset < 1:
-                msg = f"offset counts lines from 1, got {offset}"
-                raise WorkspaceError(msg)
-            if limit is not None and limit < 1:
-                msg = f"limit must be at least 1, got {limit}"
-                raise WorkspaceError(msg)
-            lines = config.max_read_lines if limit is None else min(limit, config.max_read_lines)
-            target = await (await workspace_for(execution)).resolve(path, "read")
-            return await anyio.to_thread.run_sync(
-                read_text_file, target, offset or 1, lines, config.max_read_chars
-            )
-        except WorkspaceError as exc:
-            return _failure(str(exc))
+        if offset is not None and offset < 1:
+            msg = f"offset counts lines from 1, got {offset}"
+            raise WorkspaceError(msg)
+        if limit is not None and limit < 1:
+            msg = f"limit must be at least 1, got {limit}"
+            raise WorkspaceError(msg)
+        lines = config.max_read_lines if limit is None else min(limit, config.max_read_lines)
+        target = await (await workspace_for(execution)).resolve(path, "read")
+        return await anyio.to_thread.run_sync(
+            read_text_file, target, offset or 1, lines, config.max_read_chars
+        )
 
     @tool
-    async def write_file(path: str, content: str, *, execution: ToolExecution) -> str | ToolResult:
+    async def write_file(path: str, content: str, *, execution: ToolExecution) -> str:
         """Create a file, or replace all of an existing file's content. Missing directories are created.
         To change part of a file, use edit_file instead.
 
@@ -119,11 +113,8 @@ def make_tools(ctx: Context, config: WorkspaceConfig) -> list[Tool]:
             path: the file, relative to the workspace root
             content: the complete new content of the file
         """
-        try:
-            target = await (await workspace_for(execution)).resolve(path, "write")
-            return await anyio.to_thread.run_sync(_write_file, target, content)
-        except WorkspaceError as exc:
-            return _failure(str(exc))
+        target = await (await workspace_for(execution)).resolve(path, "write")
+        return await anyio.to_thread.run_sync(_write_file, target, content)
 
     @tool
     async def edit_file(
@@ -133,7 +124,7 @@ def make_tools(ctx: Context, config: WorkspaceConfig) -> list[Tool]:
         replace_all: bool = False,
         *,
         execution: ToolExecution,
-    ) -> str | ToolResult:
+    ) -> str:
         """Replace exact text in a file. old_text must occur exactly once, unless replace_all is true.
         Copy old_text from the file exactly, whitespace included and without read_file's line
         numbers; include enough surrounding lines to make it unique.
@@ -144,27 +135,21 @@ def make_tools(ctx: Context, config: WorkspaceConfig) -> list[Tool]:
             new_text: the text to put in its place
             replace_all: replace every occurrence instead of requiring exactly one
         """
-        try:
-            target = await (await workspace_for(execution)).resolve(path, "write")
-            return await anyio.to_thread.run_sync(_edit_file, target, old_text, new_text, replace_all)
-        except WorkspaceError as exc:
-            return _failure(str(exc))
+        target = await (await workspace_for(execution)).resolve(path, "write")
+        return await anyio.to_thread.run_sync(_edit_file, target, old_text, new_text, replace_all)
 
     @tool(parallel_safe=True)
-    async def list_dir(path: str = ".", *, execution: ToolExecution) -> str | ToolResult:
+    async def list_dir(path: str = ".", *, execution: ToolExecution) -> str:
         """List a directory of the workspace: subdirectories (ending in /) first, then files with sizes.
 
         Args:
             path: the directory, relative to the workspace root (default: the root)
         """
-        try:
-            target = await (await workspace_for(execution)).resolve(path, "read")
-            return await anyio.to_thread.run_sync(_list_dir, target, config.max_results)
-        except WorkspaceError as exc:
-            return _failure(str(exc))
+        target = await (await workspace_for(execution)).resolve(path, "read")
+        return await anyio.to_thread.run_sync(_list_dir, target, config.max_results)
 
     @tool(parallel_safe=True)
-    async def glob(pattern: str, path: str = ".", *, execution: ToolExecution) -> str | ToolResult:
+    async def glob(pattern: str, path: str = ".", *, execution: ToolExecution) -> str:
         """Find files and directories by name pattern, e.g. '**/*.py', 'src/*.{ts,tsx}', 'docs/**'.
         '*' matches within one directory level and '**' across levels; a pattern without '/'
         matches only directly in path. Directories are shown with a trailing '/'.
@@ -173,32 +158,29 @@ def make_tools(ctx: Context, config: WorkspaceConfig) -> list[Tool]:
             pattern: the glob pattern, relative to path
             path: the directory to search, relative to the workspace root (default: the root)
         """
+        workspace = await workspace_for(execution)
+        base = await workspace.resolve(path, "read")
         try:
-            workspace = await workspace_for(execution)
-            base = await workspace.resolve(path, "read")
-            try:
-                matches, depth = compile_glob(pattern)
-            except ValueError as exc:
-                raise WorkspaceError(str(exc)) from None
+            matches, depth = compile_glob(pattern)
+        except ValueError as exc:
+            raise WorkspaceError(str(exc)) from None
 
-            def search() -> tuple[list[str], int]:
-                if not os.path.isdir(base.real):
-                    msg = f"{base.shown!r} is not a directory; glob searches below a directory"
-                    raise WorkspaceError(msg)
-                found: list[str] = []
-                total = 0
-                for relative, real, is_dir in walk(
-                    base.real, max_depth=depth, check=anyio.from_thread.check_cancelled
-                ):
-                    if matches(relative):
-                        total += 1
-                        if len(found) < config.max_results:
-                            found.append(workspace.show(real) + ("/" if is_dir else ""))
-                return sorted(found), total
+        def search() -> tuple[list[str], int]:
+            if not os.path.isdir(base.real):
+                msg = f"{base.shown!r} is not a directory; glob searches below a directory"
+                raise WorkspaceError(msg)
+            found: list[str] = []
+            total = 0
+            for relative, real, is_dir in walk(
+                base.real, max_depth=depth, check=anyio.from_thread.check_cancelled
+            ):
+                if matches(relative):
+                    total += 1
+                    if len(found) < config.max_results:
+                        found.append(workspace.show(real) + ("/" if is_dir else ""))
+            return sorted(found), total
 
-            found, total = await anyio.to_thread.run_sync(search)
-        except WorkspaceError as exc:
-            return _failure(str(exc))
+        found, total = await anyio.to_thread.run_sync(search)
         if not found:
             place = "the workspace" if base.shown == "." else base.shown
             return f"No files match {pattern!r} in {place}."
@@ -215,7 +197,7 @@ def make_tools(ctx: Context, config: WorkspaceConfig) -> list[Tool]:
         context: Annotated[int, {"minimum": 0, "maximum": _MAX_CONTEXT}] = 0,
         *,
         execution: ToolExecution,
-    ) -> str | ToolResult:
+    ) -> str:
         """Search file contents for a regular expression; prints path:line:text for each matching line.
 
         Args:
@@ -225,24 +207,21 @@ def make_tools(ctx: Context, config: WorkspaceConfig) -> list[Tool]:
             ignore_case: match without regard to case
             context: lines of context to show before and after each match (0 to 10)
         """
-        try:
-            if not 0 <= context <= _MAX_CONTEXT:
-                msg = f"context must be between 0 and {_MAX_CONTEXT} lines, got {context}"
-                raise WorkspaceError(msg)
-            workspace = await workspace_for(execution)
-            target = await workspace.resolve(path, "read")
-            return await _grep(
-                workspace,
-                target,
-                pattern,
-                file_glob=glob,
-                ignore_case=ignore_case,
-                context=context,
-                max_matches=config.max_results,
-                backend=config.search,
-            )
-        except WorkspaceError as exc:
-            return _failure(str(exc))
+        if not 0 <= context <= _MAX_CONTEXT:
+            msg = f"context must be between 0 and {_MAX_CONTEXT} lines, got {context}"
+            raise WorkspaceError(msg)
+        workspace = await workspace_for(execution)
+        target = await workspace.resolve(path, "read")
+        return await _grep(
+            workspace,
+            target,
+            pattern,
+            file_glob=glob,
+            ignore_case=ignore_case,
+            context=context,
+            max_matches=config.max_results,
+            backend=config.search,
+        )
 
     @tool(
         description=(
@@ -265,24 +244,22 @@ def make_tools(ctx: Context, config: WorkspaceConfig) -> list[Tool]:
             timeout: seconds before the command is stopped
         """
         limit = config.bash_timeout if timeout is None else timeout
-        try:
-            if not 0 < limit <= config.bash_max_timeout:
-                msg = f"timeout must be more than 0 and at most {config.bash_max_timeout:g} seconds, got {limit:g}"
-                raise WorkspaceError(msg)
-            root = (await workspace_for(execution)).root
-            shell = shutil.which(config.shell)
-            if shell is None:
-                msg = f"the shell {config.shell!r} is not installed (not found on PATH); commands cannot run"
-                raise WorkspaceError(msg)
-        except WorkspaceError as exc:
-            return _failure(str(exc))
+        if not 0 < limit <= config.bash_max_timeout:
+            msg = f"timeout must be more than 0 and at most {config.bash_max_timeout:g} seconds, got {limit:g}"
+            raise WorkspaceError(msg)
+        root = (await workspace_for(execution)).root
+        shell = shutil.which(config.shell)
+        if shell is None:
+            msg = f"the shell {config.shell!r} is not installed (not found on PATH); commands cannot run"
+            raise WorkspaceError(msg)
         argv: list[str] = [shell, "-c", command]
         sandbox = ctx.get_service(SANDBOX_SERVICE)
         if sandbox is not None:
             try:
                 argv = list(await sandbox.wrap(argv, cwd=root, execution=execution))
-            except Exception as exc:  # noqa: BLE001 - a refusing sandbox fails closed: the command does not run
-                return _failure(f"the command was not run: {exc}")
+            except Exception as exc:  # a refusing sandbox fails closed: the command does not run
+                msg = f"the command was not run: {exc}"
+                raise WorkspaceError(msg) from exc
         try:
             outcome = await run_command(
                 argv,
@@ -292,7 +269,8 @@ def make_tools(ctx: Context, config: WorkspaceConfig) -> list[Tool]:
                 env=command_environment(os.environ, COMMAND_ENV.get()),
             )
         except OSError as exc:
-            return _failure(f"the command could not be started: {exc.strerror or exc}")
+            msg = f"the command could not be started: {exc.strerror or exc}"
+            raise WorkspaceError(msg) from exc
         return _command_result(outcome, limit)
 
     # The longest timeout is configuration, so its bound joins the schema here.
