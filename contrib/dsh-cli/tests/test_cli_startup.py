@@ -49,7 +49,7 @@ _UNUSED = {
     "jsonschema": "dsh_core checks tool schemas with jsonschema at registration (requests.md: cli→lib)",
 }
 #: the cases of ``_UNUSED`` still waiting for their owner's change
-_NOT_YET_LAZY = {"temporalio", "psycopg", "jsonschema"}
+_NOT_YET_LAZY = {"temporalio", "psycopg"}
 
 
 def _imported(argv: list[str] | str | None, *, cwd: Path, env: dict[str, str], tmp_path: Path) -> set[str]:
