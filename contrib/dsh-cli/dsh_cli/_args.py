@@ -103,7 +103,9 @@ def _sessions_parsers(
         help="re-run a stored session with the installed plugins; exit 1 where it diverges",
     )
     replay.add_argument("id", help="a session id or a unique prefix")
-    replay.add_argument("--live-tools", action="store_true", help="run the tools for real (default: recorded results)")
+    replay.add_argument(
+        "--live-tools", action="store_true", help="run the tools for real (default: recorded results)"
+    )
     replay.add_argument("--json", action="store_true", help="print the outcome as one JSON object")
     repair = verbs.add_parser(
         "repair",

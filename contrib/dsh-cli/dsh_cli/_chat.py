@@ -134,6 +134,8 @@ class ChatController:
         self._blocks = MarkdownBlocks()
         #: the steering typed, by inbox id: what ``inbox/cleared`` names was dropped unseen
         self.steering: dict[str, str] = {}
+        #: the scope of the line being handled (``loop``), which a Ctrl-C between input lines cancels
+        self._handling: anyio.CancelScope | None = None
 
     # ------------------------------------------------------------------ the agent
 
@@ -452,11 +454,26 @@ class ChatController:
         self.screen.print(Text(f"✓ compacted{f': {result}' if isinstance(result, str) else ''}", style="dim"))
 
     async def loop(self) -> None:
-        """Read and handle lines until the user leaves."""
+        """Read and handle lines until the user leaves; ``stop_command`` cancels the line being handled."""
         while True:
             line = await self.screen.read()
-            if line is None or not await self.submit(line):
+            if line is None:
                 return
+            keep = True
+            with anyio.CancelScope() as self._handling:
+                keep = await self.submit(line)
+            handling, self._handling = self._handling, None
+            if handling.cancelled_caught:
+                self.screen.print(Text("cancelled", style="yellow"))
+            elif not keep:
+                return
+
+    def stop_command(self) -> bool:
+        """Cancel the handling of the line just entered (a command such as ``/compact``); ``False`` when none is."""
+        if self._handling is None:
+            return False
+        self._handling.cancel()
+        return True
 
 
 async def chat_command(config: EffectiveConfig, *, cwd: Path, resume: str | None = None) -> int:
@@ -491,7 +508,8 @@ async def chat_command(config: EffectiveConfig, *, cwd: Path, resume: str | None
             try:
                 async with anyio.create_task_group() as tasks:
                     tasks.start_soon(screen.animate)
-                    await chat.loop()
+                    with screen.interrupts(stop_command=chat.stop_command, on_exit=tasks.cancel_scope.cancel):
+                        await chat.loop()
                     tasks.cancel_scope.cancel()
             finally:
                 resumable = chat.resumable()

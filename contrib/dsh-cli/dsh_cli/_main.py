@@ -85,8 +85,15 @@ def _command_name(argv: Sequence[str]) -> str | None:
 
 
 def _plugin_commands(argv: Sequence[str]) -> dict[str, Command | CommandLoadError]:
-    """The plugin commands the parser needs for ``argv``: none for a built-in, the named one, or all (help)."""
-    name = _command_name(argv) or ""
+    """The plugin commands the parser needs for ``argv``: none for a built-in, the named one, or all (help).
+
+    Without a command and without ``-h``/``--help`` none are loaded (``dsh --version``, or ``dsh``
+    going on to chat or to run piped input): ``_dispatch`` loads them all if it prints the help.
+    """
+    name = _command_name(argv)
+    if name is None and not {"-h", "--help"} & set(argv):
+        return {}
+    name = name or ""
     if name in BUILTIN_COMMANDS:
         return {}
     from ._commands import CommandLoadError, command_entry_points, load_command
@@ -181,7 +188,7 @@ def _dispatch(
             args = parser.parse_args(["run", "-"])
             return _run(args, piped)
         if not (sys.stdin.isatty() and sys.stdout.isatty()):
-            parser.print_help()
+            build_parser(_plugin_commands(["--help"])).print_help()  # the help lists every command
             return int(ExitCode.USAGE)
         command = "chat"
         args = parser.parse_args(["chat"])

@@ -111,7 +111,9 @@ def _print(console: Console, session_id: str, report: ReplayReport) -> None:
     if not report.diverged:
         console.print(
             Text.assemble(
-                ("replayed ", "dim"), (session_id, "bold"), (f": matches the recording ({len(report.log)} events)", "green")
+                ("replayed ", "dim"),
+                (session_id, "bold"),
+                (f": matches the recording ({len(report.log)} events)", "green"),
             )
         )
         return

@@ -8,22 +8,29 @@ agent works steers it.
 
 Keys: Enter submits; Alt-Enter or Ctrl-J inserts a newline; Ctrl-C answers "deny" to a question,
 else cancels a running turn, else clears the line, else (twice in a row on an empty prompt) exits;
-Ctrl-D on an empty prompt exits. An approval question is modal and explicit: the arrow keys choose
+Ctrl-D on an empty prompt exits. Between two input lines (a line just entered is being handled) the
+terminal is not in raw mode and Ctrl-C arrives as SIGINT: ``interrupts`` routes it to the same
+logic, so it cancels the turn there too instead of raising ``KeyboardInterrupt`` at a random point. An approval question is modal and explicit: the arrow keys choose
 once / always / deny and Enter confirms, or a typed word (``yes``, ``always``, ``no``, and after
 ``no`` a reason the model is told) and Enter; no single key answers by itself.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
+import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application import get_app_or_none
+from prompt_toolkit.buffer import Buffer
+from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
@@ -96,6 +103,7 @@ class ChatScreen:
         self._hint = ""
         self._armed = False  # one Ctrl-C on an empty, idle prompt: the next one exits
         self._question: _Question | None = None
+        self._next_input = ""  # put back while no input line was open: the next one starts with it
         self._session: PromptSession[str] = PromptSession(
             message=self._message,
             key_bindings=self._bindings(),
@@ -212,10 +220,61 @@ class ChatScreen:
 
     async def read(self) -> str | None:
         """The next line typed; ``None`` when the user exits (Ctrl-D, or Ctrl-C twice)."""
+        text, self._next_input = self._next_input, ""
         try:
-            return await self._session.prompt_async()
+            return await self._session.prompt_async(default=Document(text, len(text)))
         except EOFError:
             return None
+
+    def interrupt(self, buffer: Buffer | None = None) -> bool:
+        """Ctrl-C, pressed in the input line (``buffer``) or between two of them (SIGINT).
+
+        Denies the open question and cancels the turn, else cancels the running turn, else clears
+        the line being typed, else arms the exit ("press Ctrl-C again"). Returns ``True`` when the
+        exit was armed already: the caller ends the chat.
+        """
+        if self._question is not None:
+            self._question.answer(Answer("deny"))
+            self._on_cancel()
+        elif self._running_since is not None:
+            self._on_cancel()
+        elif buffer is not None and buffer.text:
+            buffer.reset()
+        elif self._armed:
+            return True
+        else:
+            self._armed = True
+            self._hint = "press Ctrl-C again to exit"
+        self.refresh()
+        return False
+
+    @contextmanager
+    def interrupts(self, *, stop_command: Callable[[], bool], on_exit: Callable[[], None]) -> Iterator[None]:
+        """Within: a SIGINT (Ctrl-C while no input line reads keys) is handled like the key, in the event loop.
+
+        The input line reads Ctrl-C as a key while it is open (raw mode); between two input lines
+        the terminal sends SIGINT instead. Then Ctrl-C cancels the running turn, else
+        ``stop_command()`` (cancel the line being handled, e.g. ``/compact``; ``False``: none is),
+        else arms the exit, and ``on_exit`` runs when it was armed. The handler only schedules that
+        in the event loop, so no code is interrupted half-way; the input line puts it back when it
+        closes.
+        """
+        loop = asyncio.get_running_loop()
+
+        def interrupted() -> None:
+            if self._question is None and self._running_since is None and stop_command():
+                return
+            if self.interrupt():
+                on_exit()
+
+        def handler(signum: int, frame: object) -> None:
+            loop.call_soon_threadsafe(interrupted)
+
+        previous = signal.signal(signal.SIGINT, handler)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
 
     async def ask(self, execution: ToolExecution, reason: str) -> Answer:
         """Ask whether a tool call may run; cancellation (Ctrl-C) propagates as cancellation.
@@ -247,7 +306,13 @@ class ChatScreen:
         return answer
 
     def set_input(self, text: str) -> None:
-        """Put ``text`` in the input line (in front of what is there), the cursor at its end."""
+        """Put ``text`` in the input line (in front of what is there), the cursor at its end.
+
+        Between two input lines the next one starts with it (a new prompt resets the buffer).
+        """
+        if not self._session.app.is_running:
+            self._next_input = "\n".join(part for part in (text, self._next_input) if part)
+            return
         buffer = self._session.default_buffer
         joined = "\n".join(part for part in (text, buffer.text) if part)
         buffer.text = joined
@@ -361,21 +426,10 @@ class ChatScreen:
             event.app.current_buffer.insert_text("\n")
 
         @bindings.add("c-c", eager=True)
+        @bindings.add("<sigint>", eager=True)  # a SIGINT while the input line is open (kill -INT)
         def _(event: KeyPressEvent) -> None:
-            buffer = event.app.current_buffer
-            if self._question is not None:
-                self._question.answer(Answer("deny"))
-                self._on_cancel()
-            elif self._running_since is not None:
-                self._on_cancel()
-            elif buffer.text:
-                buffer.reset()
-            elif self._armed:
+            if self.interrupt(event.app.current_buffer):
                 event.app.exit(exception=EOFError())
-            else:
-                self._armed = True
-                self._hint = "press Ctrl-C again to exit"
-            self.refresh()
 
         @bindings.add("c-d", filter=Condition(lambda: not self._session.default_buffer.text), eager=True)
         def _(event: KeyPressEvent) -> None:

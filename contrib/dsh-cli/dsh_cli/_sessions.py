@@ -217,7 +217,12 @@ async def _repair(ctx: Context, persistence: Any, args: argparse.Namespace, cons
         raise CliError(f"this session store ({type(persistence).__name__}) has no repair")
     session_id = await resolve_session_id(ctx, args.id)
     report = await repair(session_id)
-    if report.backup is None:
+    describe = getattr(report, "describe", None)
+    if callable(describe):  # each backend names the cut and its backup in its own terms
+        for line in describe():
+            console.print(Text(str(line)))
+        return int(ExitCode.OK)
+    if report.backup is None:  # a store whose report does not describe itself: the JSONL fields
         console.print(
             Text(f"session {session_id}: nothing to repair ({report.events} events, every line sound)")
         )

@@ -231,6 +231,25 @@ def test_steering_dropped_by_a_cancel_is_reported_and_put_back(chat: Any, llm: F
     _leave(chat)
 
 
+def test_ctrl_c_while_a_line_is_handled_cancels_it_and_the_chat_goes_on(chat: Any, llm: FakeLlm) -> None:
+    """Ctrl-C while no input line is open (the terminal sends SIGINT) cancels what the line started, like the key."""
+    llm.text("Something to compact.")
+    chat.sendline("hello")
+    chat.expect("Something to compact.")
+    chat.expect("done")
+    llm.held("The conversation so far")  # the summarisation call of /compact, still streaming
+    chat.sendline("/compact")
+    chat.expect("compacting…")
+    llm.wait_for_requests(2)  # /compact is being handled: the input line is closed
+    chat.sendcontrol("c")
+    chat.expect("cancelled")
+    llm.text("Still here.")
+    chat.sendline("ping")
+    chat.expect("Still here.")
+    assert llm.messages(2)[-1] == {"role": "user", "content": "ping"}
+    _leave(chat)
+
+
 def test_a_steering_notice_does_not_split_a_streamed_word(chat: Any, llm: FakeLlm) -> None:
     """Steering sent in the middle of a word: the notice goes above, the streamed line stays whole."""
     release = llm.held("Looking aro", then=[_content("und here\n"), *_finish()])

@@ -155,6 +155,8 @@ def test_replay_a_stored_session(llm: FakeLlm, project: Path, dsh_env: dict[str,
     assert outcome["first_divergence"]["path"] == "data.system"
     assert outcome["first_divergence"]["expected"]["type"] == "request/header"
     assert outcome["recorded_events"] == outcome["replayed_events"]
+
+
 def test_repair_cuts_a_damaged_session_keeping_a_backup(
     llm: FakeLlm, project: Path, dsh_env: dict[str, str], tmp_path: Path
 ) -> None:

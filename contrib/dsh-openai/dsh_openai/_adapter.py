@@ -11,12 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from types import MappingProxyType
-
-import httpx
-import httpx_sse
-from httpx_sse import ServerSentEvent
+from typing import TYPE_CHECKING
 
 from dsh_core.llm import Chunk, Failure, Finish, LlmRequest, ModelInfo
 
@@ -31,6 +28,10 @@ from ._errors import (
 from ._request import DEEPSEEK_ALIASES, build_body, plan_call, resolve_model
 from ._stream import StreamParser
 
+if TYPE_CHECKING:
+    import httpx
+    from httpx_sse import ServerSentEvent
+
 __all__ = ["OpenAIAdapter"]
 
 
@@ -38,9 +39,11 @@ class OpenAIAdapter:
     """An LLM adapter for any OpenAI-compatible chat completions endpoint.
 
     ``client`` is used as given and never closed here: its owner closes it (the ``openai`` plugin
-    does, when it stops). The API key is read from the environment variable ``api_key_env`` at
-    every request, never earlier; ``api_key_env=None`` sends no ``Authorization`` header (local
-    servers).
+    does, when it stops). It may also be a function that makes the client, called once, on the
+    first request (or the first read of ``client``): the plugin passes one, so that a provider
+    nobody calls costs no client, and a command that calls none never imports httpx. The API key
+    is read from the environment variable ``api_key_env`` at every request, never earlier;
+    ``api_key_env=None`` sends no ``Authorization`` header (local servers).
 
     ``model_info`` knows the ``models`` given (and, for the ``deepseek`` dialect, the retired
     aliases of those) and raises ``UnknownModelError`` for others. ``stream`` does not check the
@@ -52,7 +55,7 @@ class OpenAIAdapter:
         self,
         provider: str,
         *,
-        client: httpx.AsyncClient,
+        client: httpx.AsyncClient | Callable[[], httpx.AsyncClient],
         base_url: str,
         api_key_env: str | None = None,
         dialect: Dialect = "compatible",
@@ -65,7 +68,12 @@ class OpenAIAdapter:
             dialect=dialect,
             models=MappingProxyType(dict(models or {})),
         )
-        self._client = client
+        self._client: httpx.AsyncClient | None = None
+        self._make_client: Callable[[], httpx.AsyncClient] | None = None
+        if callable(client):
+            self._make_client = client
+        else:
+            self._client = client
 
     @property
     def provider(self) -> str:
@@ -79,7 +87,11 @@ class OpenAIAdapter:
 
     @property
     def client(self) -> httpx.AsyncClient:
-        """The HTTP client requests go through."""
+        """The HTTP client requests go through (made now if it was given as a function and not made yet)."""
+        if self._client is None:
+            assert self._make_client is not None  # one of the two is always set
+            self._client = self._make_client()
+            self._make_client = None
         return self._client
 
     @property
@@ -136,8 +148,11 @@ class OpenAIAdapter:
             call = plan_call(settings, request)
             body = build_body(request, settings, call)
             headers = self._headers()
+            client = self.client  # the first request of a lazy client imports httpx
+            import httpx_sse
+
             async with httpx_sse.aconnect_sse(
-                self._client, "POST", settings.endpoint, json=body, headers=headers
+                client, "POST", settings.endpoint, json=body, headers=headers
             ) as source:
                 response = source.response
                 parser = StreamParser(settings.name)

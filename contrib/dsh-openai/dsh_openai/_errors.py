@@ -25,9 +25,6 @@ import time
 from collections.abc import Mapping
 from typing import Any, Final
 
-import httpx
-import httpx_sse
-
 from dsh_core import DshError
 from dsh_core.llm import Failure, FailureCode
 
@@ -189,6 +186,9 @@ def failure_from_exception(provider: str, url: str, exc: Exception) -> Failure:
     """The failure an exception raised while talking to the provider stands for."""
     if isinstance(exc, ProviderFailure):
         return exc.failure
+    import httpx  # imported with the client, before any request could fail: a lookup here
+    import httpx_sse
+
     why = str(exc) or type(exc).__name__
     if isinstance(exc, httpx.ConnectTimeout):
         return Failure(f"{provider}: connecting to {url} timed out ({why})", "TIMEOUT")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 from typing import Any
 
 import dsh_openai
@@ -95,6 +96,54 @@ async def test_clients_are_closed_and_adapters_removed_when_the_harness_stops() 
         assert adapters[0].client is not adapters[1].client
     assert all(a.client.is_closed for a in adapters)
     assert llm.providers == ()
+
+
+async def test_a_client_is_made_on_its_providers_first_request_only(
+    llm_server: LlmServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Starting makes no client; the first request makes its provider's one; stopping closes it."""
+    made: list[httpx.AsyncClient] = []
+    real = httpx.AsyncClient
+
+    def recording(*args: Any, **kwargs: Any) -> httpx.AsyncClient:
+        client = real(*args, **kwargs)
+        made.append(client)
+        return client
+
+    monkeypatch.setattr(httpx, "AsyncClient", recording)
+    config = {"plugins": {"openai": {"providers": {"local": {"base_url": llm_server.base_url}}}}}
+    llm_server.stream(chunk(content="hi", finish="stop"))
+    llm_server.stream(chunk(content="again", finish="stop"))
+    async with Harness(config=config, plugins=[OpenAIPlugin()], autoload=False) as ctx:
+        assert made == []
+        for _ in range(2):
+            chunks = [c async for c in ctx.llm.stream(hello("local", "m"))]
+            assert chunks[-1].reason == "stop"
+        assert len(made) == 1
+        assert not made[0].is_closed
+        deepseek = ctx.llm.resolve("deepseek/deepseek-v4-flash")[2]
+    assert made[0].is_closed
+    assert len(made) == 1  # the providers nobody called never got a client
+    with pytest.raises(RuntimeError, match="deepseek: the openai plugin has stopped"):
+        deepseek.client  # noqa: B018 - the property makes the client
+
+
+async def test_an_http_provider_trusts_no_certificate_and_https_ones_share_one_context() -> None:
+    """A plain http:// provider's client gets a TLS context that verifies and trusts nobody."""
+    config = {"plugins": {"openai": {"providers": {"local": {"base_url": "http://127.0.0.1:9/v1"}}}}}
+    async with Harness(config=config, plugins=[OpenAIPlugin()], autoload=False) as ctx:
+        contexts = {}
+        for provider in ("local", "deepseek", "openai"):
+            client = ctx.llm.resolve(f"{provider}/m")[2].client
+            pool = client._transport._pool  # type: ignore[attr-defined]  # httpx keeps the context there
+            contexts[provider] = pool._ssl_context
+    assert contexts["deepseek"] is contexts["openai"]
+    assert contexts["deepseek"].cert_store_stats()["x509_ca"] > 0
+    local = contexts["local"]
+    assert local.verify_mode == ssl.CERT_REQUIRED
+    assert local.check_hostname
+    assert local.cert_store_stats()["x509_ca"] == 0
+    assert local.get_ca_certs() == []
 
 
 async def test_a_builtin_provider_is_overridden_key_by_key(
