@@ -296,7 +296,8 @@ async def temporal_chat_command(config: EffectiveConfig, *, cwd: Path, resume: s
                 await chat.open(resume)
                 try:
                     tasks.start_soon(screen.animate)
-                    await chat.loop()
+                    with screen.interrupts(stop_command=chat.stop_command, on_exit=tasks.cancel_scope.cancel):
+                        await chat.loop()
                 finally:
                     resumable = chat.resumable()
                     await chat.close()

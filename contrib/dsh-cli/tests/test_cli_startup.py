@@ -40,16 +40,12 @@ _HARNESS = ("dsh_core", "anyio", "attrs", "rich", "prompt_toolkit", "httpx", "js
 _MARKDOWN = ("rich.markdown", "markdown_it")
 #: what only ``dsh chat`` (the input line) needs
 _CHAT = ("prompt_toolkit",)
-#: heavy dependencies a ``dsh run`` without their plugin's table does not use, and who makes them
-#: lazy (while a name's owner has not landed the change, its case is a strict xfail: remove the mark
-#: when it passes)
-_UNUSED = {
-    "temporalio": "dsh-temporal's front imports its client and worker (requests.md: cli→temporal)",
-    "psycopg": "dsh-persistence-postgres imports psycopg at module level (requests.md: cli→persist)",
-    "jsonschema": "dsh_core checks tool schemas with jsonschema at registration (requests.md: cli→lib)",
-}
-#: the cases of ``_UNUSED`` still waiting for their owner's change
-_NOT_YET_LAZY = {"temporalio", "psycopg"}
+#: heavy dependencies a ``dsh run`` without their plugin's table does not use
+_UNUSED = (
+    "temporalio",  # dsh-temporal: its package front and worker command import it on first use
+    "psycopg",  # dsh-persistence-postgres: imported when the plugin starts with a dsn
+    "jsonschema",  # dsh_core: built only for a schema or arguments the fast acceptor cannot vouch for
+)
 
 
 def _imported(argv: list[str] | str | None, *, cwd: Path, env: dict[str, str], tmp_path: Path) -> set[str]:
@@ -98,13 +94,7 @@ def test_piped_dsh_run_imports_only_what_it_prints_with(
     assert _present(modules, _CHAT) == []
 
 
-@pytest.mark.parametrize(
-    "package",
-    [
-        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=why) if name in _NOT_YET_LAZY else ())
-        for name, why in _UNUSED.items()
-    ],
-)
+@pytest.mark.parametrize("package", _UNUSED)
 def test_dsh_run_leaves_out_what_no_configured_plugin_uses(
     package: str, llm: FakeLlm, project: Path, dsh_env: dict[str, str], tmp_path: Path
 ) -> None:
