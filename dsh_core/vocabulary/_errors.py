@@ -10,6 +10,7 @@ DshError
   + ScopeDisposedError(DshError, RuntimeError)   registering through a disposed context
   + DuplicateRegistrationError(DshError, ValueError)
   + AgentDisposedError(DshError, RuntimeError)
+  + ToolError(DshError)                          a tool body answering the model with an error (dsh_core.tools)
 """
 
 from __future__ import annotations
