@@ -46,8 +46,32 @@ def _interpreter() -> str | None:
     return None
 
 
+#: the checkout: nobody must reach its sources and the venv inside it
+REPOSITORY = CHILD.parents[3]
+
+
 @pytest.fixture(scope="module")
-def interpreter() -> str:
+def reachable_checkout() -> Iterator[None]:
+    """Let nobody traverse (not list) the folders above the checkout, for the test's duration.
+
+    A checkout may sit in a 0700 folder (``mktemp -d``, as CI clones it): nobody could not even
+    open the child script. Only the search bit is added, and each folder's mode is put back.
+    """
+    changed: list[tuple[Path, int]] = []
+    try:
+        for folder in (REPOSITORY, *REPOSITORY.parents):
+            mode = folder.stat().st_mode
+            if not mode & 0o001:
+                folder.chmod((mode & 0o7777) | 0o001)
+                changed.append((folder, mode & 0o7777))
+        yield
+    finally:
+        for folder, mode in reversed(changed):
+            folder.chmod(mode)
+
+
+@pytest.fixture(scope="module")
+def interpreter(reachable_checkout: None) -> str:
     if os.geteuid() != 0 or shutil.which("setpriv") is None:
         pytest.skip("needs root and setpriv (util-linux) to become nobody")
     found = _interpreter()
