@@ -20,7 +20,7 @@ from dsh_core.session_log import (
 from dsh_core.vocabulary import AssistantMessage, CancelSignal, Message, Retry, ToolResultMessage, UserMessage
 
 from ._agent import Agent
-from ._interrupt import check, interruptible
+from ._interrupt import TurnInterrupts, check
 from ._tool_calls import run_tool_calls
 
 __all__ = ["ModelFailed", "StepOutcome", "log_step_items", "run_step"]
@@ -108,15 +108,22 @@ class _Attempt:
         self.assembler: BlockAssembler | None = None
 
 
-async def run_step(agent: Agent, turn: int, step: int, signal: CancelSignal) -> StepOutcome:
-    """One step. Everything up to the assistant message runs in one scope that ``cancel()`` cancels;
+async def run_step(agent: Agent, turn: int, step: int, interrupts: TurnInterrupts) -> StepOutcome:
+    """One step. Everything up to the assistant message is a stretch that ``cancel()`` interrupts;
     the tool calls run outside it and see the cancel through the signal, so each one still ends
     with a result."""
     session = agent.session
+    signal = interrupts.signal
     log_step_items(agent, turn, step)
     attempt = _Attempt()
-    with interruptible(signal):
-        message, finish, usage = await _call_model(agent, turn, step, signal, attempt)
+    try:
+        with interrupts:
+            message, finish, usage = await _call_model(agent, turn, step, signal, attempt)
+    except BaseException as exc:
+        if interrupts.cancelled_here and isinstance(exc, anyio.get_cancelled_exc_class()):
+            # interrupted: keep what streamed; the turn's scope absorbs the cancellation
+            interrupts.kept = _keep_interrupted(agent, turn, step, attempt.assembler)
+        raise
     if signal.reason is not None:
         check(signal, _keep_interrupted(agent, turn, step, attempt.assembler))
     session.append(AssistantMessageEvent(turn=turn, step=step, message=message, usage=usage))
