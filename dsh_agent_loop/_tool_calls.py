@@ -140,11 +140,12 @@ def _error(text: str, code: ToolErrorCode) -> ToolResult:
 
 
 def _log_call(agent: Agent, turn: int, step: int, call: ToolCall) -> None:
-    agent.session.append(
-        ToolCallEvent(turn=turn, step=step, call_id=call.id, name=call.name, arguments=call.arguments)
-    )
+    agent.session.append(ToolCallEvent.trusted(turn, step, call))
 
 
 def _log_result(agent: Agent, turn: int, step: int, call: ToolCall, result: ToolResult) -> None:
     message = ToolResultMessage(call_id=call.id, content=result.content, is_error=result.is_error)
-    agent.session.append(ToolResultEvent(turn=turn, step=step, message=message, error_code=result.error_code))
+    if result.__class__ is ToolResult:  # its code was checked when it was made
+        agent.session.append(ToolResultEvent.trusted(turn, step, message, result.error_code))
+    else:  # from a replacement tools service: the payload checks it
+        agent.session.append(ToolResultEvent(turn=turn, step=step, message=message, error_code=result.error_code))
