@@ -54,6 +54,7 @@ from dsh_core.vocabulary._llm_types import (
     Usage,
     chunk_from_json,
 )
+from dsh_core.vocabulary._slots import new_instance, slot_setters
 from dsh_core.vocabulary._tool_types import ToolErrorCode
 
 __all__ = [
@@ -314,7 +315,7 @@ class StepStartEvent(_CoreEvent):
     @classmethod
     def trusted(cls, turn: int, step: int) -> StepStartEvent:
         """From the loop's own turn and step numbers, without the validators (see ``AssistantChunkEvent.trusted``)."""
-        event = _new(cls)
+        event = new_instance(cls)
         _set_start_turn(event, turn)
         _set_start_step(event, step)
         return event
@@ -448,7 +449,7 @@ class AssistantChunkEvent(_CoreEvent):
         """The payload from values the caller has already checked (the loop: its own turn and step
         numbers, a chunk its assembler took), without the validators: 0.3 us instead of 0.7 us,
         once per streamed chunk."""
-        event = _new(cls)
+        event = new_instance(cls)
         _set_chunk_turn(event, turn)
         _set_chunk_step(event, step)
         _set_chunk(event, chunk)
@@ -478,7 +479,7 @@ class AssistantMessageEvent(_CoreEvent):
     def trusted(cls, turn: int, step: int, message: AssistantMessage, usage: Usage | None) -> AssistantMessageEvent:
         """A step's reply from values the loop has checked (an ``AssistantMessage``, the ``Usage``
         its assembler kept), appended to the surface, without the validators."""
-        event = _new(cls)
+        event = new_instance(cls)
         _set_reply_turn(event, turn)
         _set_reply_step(event, step)
         _set_reply_message(event, message)
@@ -508,7 +509,7 @@ class ToolCallEvent(_CoreEvent):
     @classmethod
     def trusted(cls, turn: int, step: int, call: ToolCall) -> ToolCallEvent:
         """The call of a ``ToolCall`` block (its fields checked when it was built), without the validators."""
-        event = _new(cls)
+        event = new_instance(cls)
         _set_call_turn(event, turn)
         _set_call_step(event, step)
         _set_call_id(event, call.id)
@@ -540,7 +541,7 @@ class ToolResultEvent(_CoreEvent):
     ) -> ToolResultEvent:
         """A result the loop built (a ``ToolResultMessage``, the code of a ``ToolResult``, both checked
         when they were made), appended to the surface, without the validators."""
-        event = _new(cls)
+        event = new_instance(cls)
         _set_result_turn(event, turn)
         _set_result_step(event, step)
         _set_result_message(event, message)
@@ -552,14 +553,8 @@ class ToolResultEvent(_CoreEvent):
 # ---------------------------------------------------------------------- trusted constructors
 
 
-def _slot_setters(cls: type) -> tuple[Any, ...]:
-    """The slot setters of ``cls``'s fields, in field order (for its ``trusted`` constructor)."""
-    return tuple(cls.__dict__[attribute.name].__set__ for attribute in attrs.fields(cls))
-
-
-_new: Final = object.__new__
-_set_chunk_turn, _set_chunk_step, _set_chunk = _slot_setters(AssistantChunkEvent)
-_set_start_turn, _set_start_step = _slot_setters(StepStartEvent)
+_set_chunk_turn, _set_chunk_step, _set_chunk = slot_setters(AssistantChunkEvent)
+_set_start_turn, _set_start_step = slot_setters(StepStartEvent)
 (
     _set_reply_turn,
     _set_reply_step,
@@ -567,9 +562,9 @@ _set_start_turn, _set_start_step = _slot_setters(StepStartEvent)
     _set_reply_interrupted,
     _set_reply_usage,
     _set_reply_surface,
-) = _slot_setters(AssistantMessageEvent)
-_set_call_turn, _set_call_step, _set_call_id, _set_call_name, _set_call_arguments = _slot_setters(ToolCallEvent)
-_set_result_turn, _set_result_step, _set_result_message, _set_result_code, _set_result_surface = _slot_setters(
+) = slot_setters(AssistantMessageEvent)
+_set_call_turn, _set_call_step, _set_call_id, _set_call_name, _set_call_arguments = slot_setters(ToolCallEvent)
+_set_result_turn, _set_result_step, _set_result_message, _set_result_code, _set_result_surface = slot_setters(
     ToolResultEvent
 )
 

@@ -39,6 +39,7 @@ from dsh_core.vocabulary._json import (
     str_field,
     thaw_json,
 )
+from dsh_core.vocabulary._slots import new_instance, slot_setters
 
 __all__ = [
     "SOURCE_KINDS",
@@ -542,6 +543,18 @@ class ToolResultMessage:
     is_error: bool = attrs.field(default=False, validator=validate_bool)
     id: str = attrs.field(factory=new_id, validator=validate_str)
 
+    @classmethod
+    def trusted(cls, call_id: str, content: tuple[Text | Image, ...], is_error: bool) -> ToolResultMessage:
+        """A message from values already checked (the loop: a ``ToolCall``'s id, a ``ToolResult``'s
+        content and flag), with a fresh id, without the converter and validators (once per tool
+        call: 1.0 us instead of 2.1 us, timeit)."""
+        message = new_instance(cls)
+        _set_result_call_id(message, call_id)
+        _set_result_content(message, content)
+        _set_result_is_error(message, is_error)
+        _set_result_id(message, new_id())
+        return message
+
     @property
     def text(self) -> str:
         """The text blocks, joined."""
@@ -566,6 +579,8 @@ class ToolResultMessage:
         is_error = bool_field(data, "is_error", field) if "is_error" in data else False
         return _tool_result_message(call_id, content, is_error, message_id)
 
+
+_set_result_call_id, _set_result_content, _set_result_is_error, _set_result_id = slot_setters(ToolResultMessage)
 
 Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage
 

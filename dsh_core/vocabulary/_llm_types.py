@@ -40,6 +40,7 @@ from dsh_core.vocabulary._json import (
     str_field,
     thaw_json,
 )
+from dsh_core.vocabulary._slots import new_instance, slot_setters
 
 __all__ = [
     "FAILURE_CODES",
@@ -550,7 +551,7 @@ class LlmRequest:
         if signal is not None and not hasattr(signal, "cancelled"):
             msg = f"LlmRequest.signal must have a 'cancelled' attribute (a CancelSignal), got {type(signal).__name__}"
             raise TypeError(msg)
-        request = _new(cls)
+        request = new_instance(cls)
         _set_provider(request, config.provider)
         _set_model(request, config.model)
         _set_messages(request, _to_messages(messages))
@@ -623,7 +624,6 @@ class LlmRequest:
         )
 
 
-_new: Final = object.__new__
 (
     _set_provider,
     _set_model,
@@ -635,7 +635,7 @@ _new: Final = object.__new__
     _set_reasoning_effort,
     _set_session_id,
     _set_signal,
-) = (LlmRequest.__dict__[attribute.name].__set__ for attribute in attrs.fields(LlmRequest))
+) = slot_setters(LlmRequest)
 
 
 _REQUEST_KEYS: Final = frozenset(
