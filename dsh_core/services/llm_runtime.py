@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from types import AsyncGeneratorType
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol, cast
 
 import anyio
 
@@ -242,7 +242,8 @@ class LlmRuntime:
                 if chunks.__class__ is not AsyncGeneratorType and inspect.isawaitable(chunks):
                     chunks = await chunks
                 # The per-chunk path: one set lookup, one signal test, one yield.
-                async for chunk in chunks:  # type: ignore[attr-defined]  # a non-iterator raises TypeError
+                # (cast once per request: a non-iterator raises TypeError here, made an error Finish)
+                async for chunk in cast("AsyncIterator[Chunk]", chunks):
                     if chunk.__class__ in _DELTA_TYPES:
                         if signal is not None and signal.cancelled:
                             final = _aborted(signal)

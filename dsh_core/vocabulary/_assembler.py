@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Final, NoReturn
 
-from dsh_core.vocabulary._content import AssistantMessage, Reasoning, Text, ToolCall
+from dsh_core.vocabulary._content import AssistantMessage, Reasoning, Text, ToolCall, new_id
 from dsh_core.vocabulary._llm_types import Chunk, Finish, ReasoningDelta, TextDelta, ToolCallDelta, Usage
 
 __all__ = ["BlockAssembler"]
@@ -127,9 +127,14 @@ class BlockAssembler:
         return self._build(content, id)
 
     def _build(self, content: list[Text | Reasoning | ToolCall], id: str | None) -> AssistantMessage:
-        if id is None:
-            return AssistantMessage(tuple(content), self.provider, self.model)
-        return AssistantMessage(tuple(content), self.provider, self.model, id)
+        provider, model = self.provider, self.model
+        if (
+            (provider is None or provider.__class__ is str)
+            and (model is None or model.__class__ is str)
+            and (id is None or id.__class__ is str)
+        ):  # the blocks are this assembler's own: only these need checking (once per step)
+            return AssistantMessage.trusted(tuple(content), provider, model, new_id() if id is None else id)
+        return AssistantMessage(tuple(content), provider, model, new_id() if id is None else id)  # raises
 
     def __repr__(self) -> str:
         reason = None if self._finish is None else self._finish.reason
