@@ -22,7 +22,16 @@ from typing import Any
 import anyio
 from _compare import main as compare_main
 
-from dsh_core import AssistantMessage, Context, Harness, Text, ToolCall, ToolResultMessage, UserMessage, hookimpl
+from dsh_core import (
+    AssistantMessage,
+    Context,
+    Harness,
+    Text,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+    hookimpl,
+)
 from dsh_core.llm import BlockAssembler, Chunk, Finish, LlmRequest, ModelInfo, TextDelta, Usage
 
 try:
