@@ -4,10 +4,11 @@ Run: ``.venv/bin/python benchmarks/session.py``. Prints figures, asserts nothing
 best of several rounds (the least disturbed by the machine). Budgets (issue 3): append <= 3 us per
 small event with no listener; the per-step derive cost flat in log length (100k within 1.5x of 1k).
 
-"chunk append, the loop's way" appends one streamed chunk as the loop of the tree does: its
-``AssistantChunkEvent.trusted`` constructor where it has one (the loop builds the payload from
-its own turn and step and a chunk its assembler took), else the typed ``AssistantChunkEvent``
-where the tree has the session-log catalogue, else the old hand-frozen dict.
+"chunk append, the loop's way" appends one streamed chunk as the loop of the tree does:
+``session.append_unchecked(AssistantChunkEvent, turn, step, chunk)`` where the session has it
+(the loop's own turn and step, a chunk its assembler took; the payload is built when first
+read), else the typed ``AssistantChunkEvent`` where the tree has the session-log catalogue, else
+the old hand-frozen dict.
 ``--against TREE`` measures this tree and another checkout alternately and prints the ratios
 (issue 16's baseline: ``git worktree add /tmp/base 1d609ea``, then ``--against /tmp/base``).
 """
@@ -76,10 +77,10 @@ def chunk_appender(session: Session) -> Callable[[], object]:
             return session.append("assistant/chunk", frozen_trusted({"turn": 1, "step": 1, "chunk": chunk}))
 
         return old_way
+    unchecked = getattr(session, "append_unchecked", None)
+    if unchecked is not None:
+        return lambda: unchecked(AssistantChunkEvent, 1, 1, DELTA)
     append = session.append
-    trusted = getattr(AssistantChunkEvent, "trusted", None)
-    if trusted is not None:
-        return lambda: append(trusted(1, 1, DELTA))
     return lambda: append(AssistantChunkEvent(turn=1, step=1, chunk=DELTA))
 
 

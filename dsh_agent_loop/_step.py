@@ -193,8 +193,7 @@ async def _call_model(
         signal=signal,
     )
     llm = ctx.llm
-    append = session.append
-    chunk_event = AssistantChunkEvent.trusted
+    append = session.append_unchecked
     number = 1
     while True:
         assembler = attempt.assembler = BlockAssembler(provider=config.provider, model=config.model)
@@ -202,8 +201,8 @@ async def _call_model(
         chunks = llm.stream(request)
         try:
             async for chunk in chunks:
-                add(chunk)  # first: it refuses anything that is not a chunk, so the payload can trust it
-                append(chunk_event(turn, step, chunk))
+                add(chunk)  # first: it refuses anything that is not a chunk, so the append can trust it
+                append(AssistantChunkEvent, turn, step, chunk)
         finally:  # closed at once, even when a listener raises (what aclosing does, one await less)
             await chunks.aclose()
         finish = assembler.finish

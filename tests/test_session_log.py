@@ -411,3 +411,60 @@ def test_a_type_cannot_be_declared_twice() -> None:
             """Not the real one."""
 
             turn: int
+
+
+# ---------------------------------------------------------------------- append_unchecked
+
+
+async def test_append_unchecked_gives_the_event_append_would() -> None:
+    """An event appended from field values reads as the same payload and data as one appended typed;
+    its payload is built once, when first read, and listeners hear it."""
+    heard: list[Any] = []
+
+    class Reader:
+        from dsh_core import hookimpl
+
+        @hookimpl
+        def dsh_session_event(self, event: SessionEvent) -> None:
+            heard.append((event.type, event.data))
+
+    async with Harness(autoload=False, plugins=[Reader()]) as ctx:
+        session = await ctx.sessions.create("u")
+        delta = TextDelta(0, "hi")
+        typed = session.append(AssistantChunkEvent(turn=1, step=2, chunk=delta))
+        quiet = session.append_unchecked(AssistantChunkEvent, 1, 2, delta)
+        assert (quiet.type, quiet.seq) == ("assistant/chunk", 1)
+        assert quiet.payload == typed.payload == AssistantChunkEvent(turn=1, step=2, chunk=delta)
+        assert quiet.payload is quiet.payload
+        assert quiet.data == typed.data
+        assert heard == [("assistant/chunk", typed.data)] * 2
+
+
+async def test_append_unchecked_with_listeners_off_builds_the_payload_when_read() -> None:
+    """With nobody listening the payload waits; reading data or payload later gives the right values."""
+    async with Harness(autoload=False) as ctx:
+        session = await ctx.sessions.create("u")
+        for _ in range(2):  # the second append takes the deferring path (the class is known by then)
+            event = session.append_unchecked(AssistantChunkEvent, 3, 4, TextDelta(1, "x"))
+        assert event.data == {"turn": 3, "step": 4, "chunk": {"type": "text-delta", "index": 1, "text": "x"}}
+        assert event.payload == AssistantChunkEvent(turn=3, step=4, chunk=TextDelta(1, "x"))
+
+
+async def test_append_unchecked_refuses_a_wrong_count_of_values_and_commits_nothing() -> None:
+    async with Harness(autoload=False) as ctx:
+        session = await ctx.sessions.create("u")
+        session.append_unchecked(AssistantChunkEvent, 1, 1, TextDelta(0, "a"))
+        with pytest.raises(TypeError, match="AssistantChunkEvent has 3 fields, got 2 values"):
+            session.append_unchecked(AssistantChunkEvent, 1, TextDelta(0, "a"))
+        assert len(session.events) == 1
+
+
+async def test_append_unchecked_of_a_checked_type_is_checked_against_the_session() -> None:
+    """A turn boundary appended from values is still numbered against the session (and refused)."""
+    async with Harness(autoload=False) as ctx:
+        session = await ctx.sessions.create("u")
+        session.append_unchecked(TurnStartEvent, 1)
+        with pytest.raises(EventDataError, match="cannot start while turn 1 is open"):
+            session.append_unchecked(TurnStartEvent, 2)
+        assert session.open_turn == 1
+        assert len(session.events) == 1

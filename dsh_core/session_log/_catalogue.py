@@ -314,7 +314,7 @@ class StepStartEvent(_CoreEvent):
 
     @classmethod
     def trusted(cls, turn: int, step: int) -> StepStartEvent:
-        """From the loop's own turn and step numbers, without the validators (see ``AssistantChunkEvent.trusted``)."""
+        """From the loop's own turn and step numbers, without the validators (0.3 us instead of 0.7 us)."""
         event = new_instance(cls)
         _set_start_turn(event, turn)
         _set_start_step(event, step)
@@ -444,17 +444,6 @@ class AssistantChunkEvent(_CoreEvent):
     step: int = attrs.field(validator=_number, metadata=_STEP)
     chunk: Chunk = attrs.field(validator=_is(*_CHUNK_CLASSES), metadata=json_field(read=_any_chunk))
 
-    @classmethod
-    def trusted(cls, turn: int, step: int, chunk: Chunk) -> AssistantChunkEvent:
-        """The payload from values the caller has already checked (the loop: its own turn and step
-        numbers, a chunk its assembler took), without the validators: 0.3 us instead of 0.7 us,
-        once per streamed chunk."""
-        event = new_instance(cls)
-        _set_chunk_turn(event, turn)
-        _set_chunk_step(event, step)
-        _set_chunk(event, chunk)
-        return event
-
 
 @log_event("assistant/message", visible=True, in_turn=True)
 @attrs.frozen(kw_only=True)
@@ -553,7 +542,6 @@ class ToolResultEvent(_CoreEvent):
 # ---------------------------------------------------------------------- trusted constructors
 
 
-_set_chunk_turn, _set_chunk_step, _set_chunk = slot_setters(AssistantChunkEvent)
 _set_start_turn, _set_start_step = slot_setters(StepStartEvent)
 (
     _set_reply_turn,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 import attrs
 
@@ -35,6 +35,7 @@ from dsh_core.vocabulary._json import (
     str_field,
     thaw_json,
 )
+from dsh_core.vocabulary._slots import build_unchecked
 
 __all__ = ["SURFACE_EVENT_TYPES", "SessionEvent", "SurfaceOp", "SurfaceOpKind", "logged_event", "raw_event"]
 
@@ -103,14 +104,15 @@ class SessionEvent:
     time: float = attrs.field(converter=_to_time)
     # mypy's attrs plugin knows no attrs.Converter (the parameter becomes Any, which is right here)
     data: FrozenDict = attrs.field(converter=attrs.Converter(_to_data, takes_self=True))  # type: ignore[misc]
-    #: the typed payload, once known (given at a typed append, or read from ``data``); not compared
-    _payload: LogEvent | None = attrs.field(default=None, init=False, eq=False, repr=False)
+    #: the typed payload, once known (given at a typed append, or read from ``data``), or its class
+    #: and field values until first read (``Session.append_unchecked``); not compared
+    _payload: LogEvent | DeferredPayload | None = attrs.field(default=None, init=False, eq=False, repr=False)
 
     def __getattr__(self, name: str) -> Any:
         # Reached only for a slot never set: the ``data`` of an event appended as a payload.
         if name != "data":
             raise AttributeError(name)
-        data = self._payload.to_data()  # type: ignore[union-attr]  # set by logged_event
+        data = self.payload.to_data()  # type: ignore[union-attr]  # set by the append
         _set_data(self, data)
         return data
 
@@ -125,7 +127,10 @@ class SessionEvent:
             payload = read_payload(self.type, self.data)
             if payload is not None:
                 _set_payload(self, payload)
-        return payload
+        elif payload.__class__ is tuple:  # deferred: built now, from values checked at the append
+            payload = build_unchecked(*payload)
+            _set_payload(self, payload)
+        return payload  # type: ignore[return-value]
 
     @property
     def surface(self) -> SurfaceOp | None:
@@ -161,6 +166,9 @@ class SessionEvent:
 
 _EVENT_KEYS: Final = frozenset({"type", "seq", "time", "data"})
 
+
+#: A payload not built yet: its class and its field values, in field order (already checked).
+DeferredPayload: TypeAlias = "tuple[type[LogEvent], tuple[Any, ...]]"
 
 _new_event = object.__new__
 _set_type = SessionEvent.type.__set__  # type: ignore[attr-defined]  # slot descriptors

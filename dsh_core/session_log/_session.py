@@ -42,6 +42,7 @@ from dsh_core.vocabulary._content import AssistantMessage, Message, validate_opt
 from dsh_core.vocabulary._errors import EventDataError
 from dsh_core.vocabulary._json import FrozenDict, freeze_json_object
 from dsh_core.vocabulary._llm_types import TrustedMessages
+from dsh_core.vocabulary._slots import build_unchecked, field_count
 
 if TYPE_CHECKING:
     from dsh_core.host._dispatch import Dispatcher
@@ -405,12 +406,47 @@ class Session:
             # The store's dispatcher is a friend: its cached plan says at once when nobody listens.
             plan = dispatcher._plans.get(_SESSION_EVENT)
             if plan is None or plan.impls:
-                self._publishing = True
-                try:
-                    dispatcher.notify_sync(_SESSION_EVENT, session=self, event=event)
-                finally:
-                    self._publishing = False
+                self._publish(dispatcher, event)
         return event
+
+    def append_unchecked(self, cls: type[LogEvent], /, *values: object) -> SessionEvent:
+        """``append(cls(*values))`` for field values the caller has already checked, in field order;
+        the payload is built only when first read (``event.payload``, ``event.data``).
+
+        For an event written often that nobody may read: the agent loop's ``assistant/chunk``
+        (its own turn and step numbers, a chunk its assembler took). With nobody listening, no
+        payload object is made: a quarter of a streamed chunk's cost. A type the session checks
+        (a turn boundary, a model-visible event), a session with validators or a wrong count of
+        values takes the ordinary path, with the payload built at once.
+
+        :raises TypeError: ``values`` are not one per field of ``cls``.
+        """
+        log = self._log
+        if _DEFERRABLE.get(cls) != len(values) or self._validators or self._publishing:
+            event = self.append(build_unchecked(cls, values))  # checks the count, learns the class
+            if _PAYLOAD_CLASSES.get(cls) is False:
+                _DEFERRABLE[cls] = field_count(cls)
+            return event
+        event = _new_event(SessionEvent)
+        _set_type(event, cls.type)
+        _set_seq(event, len(log))
+        _set_time(event, _now())
+        _set_payload(event, (cls, values))
+        log.append(event)
+        dispatcher = self._dispatcher
+        if dispatcher is not None:
+            plan = dispatcher._plans.get(_SESSION_EVENT)
+            if plan is None or plan.impls:
+                self._publish(dispatcher, event)
+        return event
+
+    def _publish(self, dispatcher: Dispatcher, event: SessionEvent) -> None:
+        """``session/event`` for ``event``; an append from one of its listeners is refused meanwhile."""
+        self._publishing = True
+        try:
+            dispatcher.notify_sync(_SESSION_EVENT, session=self, event=event)
+        finally:
+            self._publishing = False
 
     def add_validator(self, validator: Validator) -> Callable[[], None]:
         """Run ``validator(session, type, data)`` before every append; raising vetoes it.
@@ -586,6 +622,11 @@ _SESSION_EVENT: Final = "session/event"
 #: (a turn boundary, or model-visible). Learnt at its first append, so a type a plugin declares
 #: later is known the same way; one dict lookup where an isinstance and a set lookup were.
 _PAYLOAD_CLASSES: Final[dict[type, bool]] = {TurnStartEvent: True, TurnEndEvent: True}
+
+
+#: Payload classes the session checks nothing of -> their count of fields: what
+#: ``append_unchecked`` may defer (learnt at a class's first such append).
+_DEFERRABLE: Final[dict[type, int]] = {}
 
 
 def _learn_payload_class(cls: type[LogEvent]) -> bool:
