@@ -267,7 +267,7 @@ class Dispatcher:
             plan = self._new_plan(event, "notify")
         if not plan.impls:
             return
-        for impl in self._audience(plan, kwargs):
+        for impl in self._audience(plan, kwargs) if plan.scoped else plan.impls:
             if not impl.registration.alive:
                 continue
             try:
