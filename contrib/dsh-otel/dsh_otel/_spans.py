@@ -13,7 +13,9 @@ agent's own task); a sub-agent's prompt is sent inside the parent's ``task`` too
 Cost: the tracker reads each event's typed payload (never ``event.data``, which would build the
 event's JSON for nothing), builds a request's constant attributes and metric attribute sets once
 per model configuration, and makes one SDK call per span (a chat span is started and ended when
-its request ends, with every attribute at once). Content is only rendered for a turn that records.
+its request ends, with every attribute at once and the times it already has); parents are given as
+an explicit context and the points are recorded in one with no span. Content is only rendered for a
+turn that records.
 """
 
 from __future__ import annotations
