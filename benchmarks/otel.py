@@ -27,7 +27,8 @@ the metrics still do). Per streamed text chunk is printed too, for information (
 ``SDK calls alone`` times those same calls in a hot loop, with no harness at all: the SDK's own
 cost per tool step. ``1 + alone/step`` is the lowest ratio any instrumentation emitting this span
 set through the SDK can reach. ``--parts`` prints, instead, the hot-loop cost of each of those SDK
-calls and of the SDK's steps inside them (the profile of the floor).
+calls and of the SDK's steps inside them (the profile of the floor), and ``--in-loop`` the CPU
+time of each of them made by the floor's listener from inside the loop, where they cost more.
 """
 
 from __future__ import annotations
@@ -136,30 +137,43 @@ class BareSdk:
         if kind == "step/start":
             self.step_ns = time.time_ns()
         elif kind == "assistant/message":
-            span = self.tracer.start_span(
-                "chat bench",
-                context=self.parent,
-                kind=SpanKind.CLIENT,
-                attributes=_chat_attributes(session.id),
-                start_time=self.step_ns,
-            )
-            end_ns = time.time_ns()
-            span.end(end_time=end_ns)
-            self.tokens.record(100, _INPUT_POINTS, _NO_SPAN)
-            self.tokens.record(10, _OUTPUT_POINTS, _NO_SPAN)
-            self.duration.record((end_ns - self.step_ns) / 1e9, _POINTS, _NO_SPAN)
+            end_ns = self.chat_span(session.id)
+            self.points(end_ns)
         elif kind == "tool/call":
-            self.tool = self.tracer.start_span(
-                "execute_tool ping", context=self.parent, attributes=_tool_attributes("call_1")
-            )
+            self.tool = self.tool_span()
         elif kind == "tool/result":
             if self.tool is not None:
-                self.tool.end()
+                self.end_tool(self.tool)
         elif kind == "turn/start":
             self.turn = self.tracer.start_span(f"invoke_agent {session.id}")
             self.parent = set_span_in_context(self.turn)
         elif kind == "turn/end" and self.turn is not None:
             self.turn.end()
+
+    def chat_span(self, conversation: str) -> int:
+        """The request's span, started and ended at once with its times; returns its end time."""
+        span = self.tracer.start_span(
+            "chat bench",
+            context=self.parent,
+            kind=SpanKind.CLIENT,
+            attributes=_chat_attributes(conversation),
+            start_time=self.step_ns,
+        )
+        end_ns = time.time_ns()
+        span.end(end_time=end_ns)
+        return end_ns
+
+    def points(self, end_ns: int) -> None:
+        self.tokens.record(100, _INPUT_POINTS, _NO_SPAN)
+        self.tokens.record(10, _OUTPUT_POINTS, _NO_SPAN)
+        self.duration.record((end_ns - self.step_ns) / 1e9, _POINTS, _NO_SPAN)
+
+    def tool_span(self) -> trace.Span:
+        attributes = _tool_attributes("call_1")
+        return self.tracer.start_span("execute_tool ping", context=self.parent, attributes=attributes)
+
+    def end_tool(self, span: trace.Span) -> None:
+        span.end()
 
     @hookimpl(tryfirst=True)
     def dsh_tools_execute(
@@ -174,6 +188,67 @@ class BareSdk:
             return await call_next()
         finally:
             otel_context.detach(token)
+
+
+class TimedBareSdk(BareSdk):
+    """The floor with the thread's CPU time of each of its SDK calls added up: what they cost in the loop."""
+
+    def __init__(self, tracer_provider: TracerProvider, meter_provider: MeterProvider) -> None:
+        super().__init__(tracer_provider, meter_provider)
+        self.totals = dict.fromkeys(IN_LOOP, 0)
+        self.counts = dict.fromkeys(IN_LOOP, 0)
+
+    def chat_span(self, conversation: str) -> int:
+        start = time.thread_time_ns()
+        end_ns = super().chat_span(conversation)
+        self.add("chat span: start_span + end", start)
+        return end_ns
+
+    def points(self, end_ns: int) -> None:
+        start = time.thread_time_ns()
+        super().points(end_ns)
+        self.add("the three histogram records", start)
+
+    def tool_span(self) -> trace.Span:
+        start = time.thread_time_ns()
+        span = super().tool_span()
+        self.add("tool span: start_span", start)
+        return span
+
+    def end_tool(self, span: trace.Span) -> None:
+        start = time.thread_time_ns()
+        super().end_tool(span)
+        self.add("tool span: end", start)
+
+    async def _in_span(self, call_next: Callable[[], Awaitable[ToolResult]]) -> ToolResult:
+        start = time.thread_time_ns()
+        token = otel_context.attach(set_span_in_context(self.tool or trace.INVALID_SPAN))
+        self.add("tool span current: attach", start)
+        try:
+            return await call_next()
+        finally:
+            start = time.thread_time_ns()
+            otel_context.detach(token)
+            self.add("tool span current: detach", start)
+
+    def add(self, name: str, start: int) -> None:
+        self.totals[name] += time.thread_time_ns() - start
+        self.counts[name] += 1
+
+    def reset(self) -> None:
+        self.totals = dict.fromkeys(IN_LOOP, 0)
+        self.counts = dict.fromkeys(IN_LOOP, 0)
+
+
+#: what TimedBareSdk times, per model request
+IN_LOOP = (
+    "chat span: start_span + end",
+    "the three histogram records",
+    "tool span: start_span",
+    "tool span: end",
+    "tool span current: attach",
+    "tool span current: detach",
+)
 
 
 Setup = Callable[[], tuple[list[object], Callable[[], None]]]
@@ -309,6 +384,51 @@ def sdk_calls_alone() -> float:
     return elapsed
 
 
+async def sdk_calls_in_loop(turns: int = 300) -> None:
+    """Print the CPU time of each SDK call of the floor made from inside the loop, and in a hot loop.
+
+    Both are timed by the same wrapper (a clock reading on each side, included in both), so the
+    columns compare: the same calls cost more between the loop's own work than back to back.
+    """
+    tracer_provider, meter_provider = _batch_providers()
+    timed = TimedBareSdk(tracer_provider, meter_provider)
+    usage = Usage(100, 10)
+    tool_turn = [ScriptedModel.tool_call("ping", usage=usage)] * (STEPS - 1) + [ScriptedModel.text("done", usage=usage)]
+    async with Harness(autoload=False, plugins=[timed]) as ctx:
+        model = ScriptedModel()
+        ctx.llm.register_adapter("scripted", model)
+        ctx.tools.register(ping)
+        runner = Runner(ctx, model)
+        await runner.seconds(tool_turn, PER_SLICE * 2)  # warm-up
+        timed.reset()
+        for _ in range(turns // PER_SLICE):
+            await runner.seconds(tool_turn, PER_SLICE)
+    in_loop = {name: total / max(timed.counts[name], 1) for name, total in timed.totals.items()}
+    turn = tracer_provider.get_tracer("bench").start_span("invoke_agent bench")
+    timed.parent = set_span_in_context(turn)
+    timed.reset()
+    gc.disable()
+    for _ in range(HOT_LOOP):
+        timed.step_ns = time.time_ns()
+        timed.points(timed.chat_span("bench-0"))
+        timed.tool = timed.tool_span()
+        start = time.thread_time_ns()
+        token = otel_context.attach(set_span_in_context(timed.tool))
+        timed.add("tool span current: attach", start)
+        start = time.thread_time_ns()
+        otel_context.detach(token)
+        timed.add("tool span current: detach", start)
+        timed.end_tool(timed.tool)
+    gc.enable()
+    turn.end()
+    tracer_provider.shutdown()
+    meter_provider.shutdown()
+    print(f"{'SDK call of the floor (us per call)':40} {'in the loop':>12} {'hot loop':>10} {'ratio':>7}")
+    for name, total in timed.totals.items():
+        hot = total / max(timed.counts[name], 1)
+        print(f"{name:40} {in_loop[name] / 1e3:12.2f} {hot / 1e3:10.2f} {in_loop[name] / hot:6.2f}x")
+
+
 def sdk_parts(rounds: int = 5, calls: int = 20000) -> None:
     """Print the hot-loop CPU cost of each SDK call of a tool step, and of the SDK's steps inside them.
 
@@ -431,9 +551,15 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=15, help="rounds (default 15)")
     parser.add_argument("--backend", choices=("asyncio", "trio"), action="append", help="default: both")
     parser.add_argument("--parts", action="store_true", help="print the SDK calls' cost, part by part, only")
+    parser.add_argument("--in-loop", action="store_true", help="print the floor's SDK calls' cost in the loop, only")
     args = parser.parse_args()
     if args.parts:
         sdk_parts()
+        raise SystemExit
+    if args.in_loop:
+        for backend in args.backend or ("asyncio", "trio"):
+            print(f"--- {backend}")
+            anyio.run(sdk_calls_in_loop, backend=backend)
         raise SystemExit
     for backend in args.backend or ("asyncio", "trio"):
         print(f"--- {backend}")
