@@ -239,6 +239,10 @@ class TimedBareSdk(BareSdk):
         self.totals = dict.fromkeys(IN_LOOP, 0)
         self.counts = dict.fromkeys(IN_LOOP, 0)
 
+    def per_call(self) -> dict[str, float]:
+        """Nanoseconds per call of each timed call since the last reset."""
+        return {name: total / max(self.counts[name], 1) for name, total in self.totals.items()}
+
 
 #: what TimedBareSdk times, per model request
 IN_LOOP = (
@@ -384,49 +388,58 @@ def sdk_calls_alone() -> float:
     return elapsed
 
 
-async def sdk_calls_in_loop(turns: int = 300) -> None:
+async def sdk_calls_in_loop(rounds: int = 9, turns: int = 30) -> None:
     """Print the CPU time of each SDK call of the floor made from inside the loop, and in a hot loop.
 
-    Both are timed by the same wrapper (a clock reading on each side, included in both), so the
-    columns compare: the same calls cost more between the loop's own work than back to back.
+    Both are timed by the same wrapper (a clock reading on each side, included in both), in
+    alternating slices: ``turns`` tool turns, then as many tool steps back to back, per round; the
+    ratio is taken within a round and the medians printed. The same calls cost more between the
+    loop's own work than back to back.
     """
     tracer_provider, meter_provider = _batch_providers()
     timed = TimedBareSdk(tracer_provider, meter_provider)
     usage = Usage(100, 10)
     tool_turn = [ScriptedModel.tool_call("ping", usage=usage)] * (STEPS - 1) + [ScriptedModel.text("done", usage=usage)]
+    turn = tracer_provider.get_tracer("bench").start_span("invoke_agent bench")
+    hot_parent = set_span_in_context(turn)
+    costs: dict[str, list[tuple[float, float]]] = {name: [] for name in IN_LOOP}
     async with Harness(autoload=False, plugins=[timed]) as ctx:
         model = ScriptedModel()
         ctx.llm.register_adapter("scripted", model)
         ctx.tools.register(ping)
         runner = Runner(ctx, model)
         await runner.seconds(tool_turn, PER_SLICE * 2)  # warm-up
-        timed.reset()
-        for _ in range(turns // PER_SLICE):
-            await runner.seconds(tool_turn, PER_SLICE)
-    in_loop = {name: total / max(timed.counts[name], 1) for name, total in timed.totals.items()}
-    turn = tracer_provider.get_tracer("bench").start_span("invoke_agent bench")
-    timed.parent = set_span_in_context(turn)
-    timed.reset()
-    gc.disable()
-    for _ in range(HOT_LOOP):
-        timed.step_ns = time.time_ns()
-        timed.points(timed.chat_span("bench-0"))
-        timed.tool = timed.tool_span()
-        start = time.thread_time_ns()
-        token = otel_context.attach(set_span_in_context(timed.tool))
-        timed.add("tool span current: attach", start)
-        start = time.thread_time_ns()
-        otel_context.detach(token)
-        timed.add("tool span current: detach", start)
-        timed.end_tool(timed.tool)
-    gc.enable()
+        for _ in range(rounds):
+            timed.reset()
+            for _ in range(turns // PER_SLICE):
+                await runner.seconds(tool_turn, PER_SLICE)
+            in_loop = timed.per_call()
+            timed.reset()
+            timed.parent = hot_parent
+            gc.disable()
+            for _ in range(turns * STEPS):
+                timed.step_ns = time.time_ns()
+                timed.points(timed.chat_span("bench-0"))
+                timed.tool = timed.tool_span()
+                start = time.thread_time_ns()
+                token = otel_context.attach(set_span_in_context(timed.tool))
+                timed.add("tool span current: attach", start)
+                start = time.thread_time_ns()
+                otel_context.detach(token)
+                timed.add("tool span current: detach", start)
+                timed.end_tool(timed.tool)
+            gc.enable()
+            for name, hot in timed.per_call().items():
+                costs[name].append((in_loop[name], hot))
     turn.end()
     tracer_provider.shutdown()
     meter_provider.shutdown()
     print(f"{'SDK call of the floor (us per call)':40} {'in the loop':>12} {'hot loop':>10} {'ratio':>7}")
-    for name, total in timed.totals.items():
-        hot = total / max(timed.counts[name], 1)
-        print(f"{name:40} {in_loop[name] / 1e3:12.2f} {hot / 1e3:10.2f} {in_loop[name] / hot:6.2f}x")
+    for name, pairs in costs.items():
+        loop_us = statistics.median(pair[0] for pair in pairs) / 1e3
+        hot_us = statistics.median(pair[1] for pair in pairs) / 1e3
+        ratio = statistics.median(pair[0] / pair[1] for pair in pairs)
+        print(f"{name:40} {loop_us:12.2f} {hot_us:10.2f} {ratio:6.2f}x")
 
 
 def sdk_parts(rounds: int = 5, calls: int = 20000) -> None:
