@@ -164,15 +164,18 @@ class BareSdk:
         return end_ns
 
     def points(self, end_ns: int) -> None:
+        """The request's three metric points: input and output tokens, duration."""
         self.tokens.record(100, _INPUT_POINTS, _NO_SPAN)
         self.tokens.record(10, _OUTPUT_POINTS, _NO_SPAN)
         self.duration.record((end_ns - self.step_ns) / 1e9, _POINTS, _NO_SPAN)
 
     def tool_span(self) -> trace.Span:
+        """The tool call's span, started when the call is logged (it is current while the tool runs)."""
         attributes = _tool_attributes("call_1")
         return self.tracer.start_span("execute_tool ping", context=self.parent, attributes=attributes)
 
     def end_tool(self, span: trace.Span) -> None:
+        """The tool call's span ends with its result."""
         span.end()
 
     @hookimpl(tryfirst=True)
@@ -188,6 +191,17 @@ class BareSdk:
             return await call_next()
         finally:
             otel_context.detach(token)
+
+
+#: what TimedBareSdk times, call by call
+IN_LOOP = (
+    "chat span: start_span + end",
+    "the three histogram records",
+    "tool span: start_span",
+    "tool span: end",
+    "tool span current: attach",
+    "tool span current: detach",
+)
 
 
 class TimedBareSdk(BareSdk):
@@ -242,17 +256,6 @@ class TimedBareSdk(BareSdk):
     def per_call(self) -> dict[str, float]:
         """Nanoseconds per call of each timed call since the last reset."""
         return {name: total / max(self.counts[name], 1) for name, total in self.totals.items()}
-
-
-#: what TimedBareSdk times, per model request
-IN_LOOP = (
-    "chat span: start_span + end",
-    "the three histogram records",
-    "tool span: start_span",
-    "tool span: end",
-    "tool span current: attach",
-    "tool span current: detach",
-)
 
 
 Setup = Callable[[], tuple[list[object], Callable[[], None]]]
