@@ -174,11 +174,13 @@ async def run_command(
     max_output: int,
     env: Mapping[str, str] | None = None,
     grace: float = KILL_GRACE,
+    pass_fds: Sequence[int] = (),
 ) -> CommandOutcome:
     """Run ``argv`` in ``cwd`` as its own process group and return its output and exit status.
 
     After ``time_limit`` seconds the group is stopped and the outcome says ``timed_out``.
-    Cancellation propagates after the group is stopped and reaped.
+    Cancellation propagates after the group is stopped and reaped. ``pass_fds`` are handed to
+    the process under the same numbers and closed here once it has started, or failed to.
 
     :raises OSError: when the process cannot be started (no such program, bad cwd).
     """
@@ -188,15 +190,21 @@ async def run_command(
     # cancel landing there would lose the process handle, killing the leader but orphaning its
     # children. Spawning is quick; the cancel takes effect at the first await below.
     with anyio.CancelScope(shield=True):
-        process = await anyio.open_process(
-            list(argv),
-            cwd=cwd,
-            env=dict(env) if env is not None else None,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        try:
+            process = await anyio.open_process(
+                list(argv),
+                cwd=cwd,
+                env=dict(env) if env is not None else None,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                pass_fds=pass_fds,
+            )
+        finally:
+            for fd in pass_fds:  # the process has its copies; ours would only keep them open
+                with contextlib.suppress(OSError):
+                    os.close(fd)
     timed_out = False
     try:
         stdout = process.stdout

@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import anyio
+import attrs
 import pytest
-from dsh_workspace import Sandbox, WorkspacePlugin
+from dsh_workspace import Confined, Sandbox, WorkspacePlugin
 from dsh_workspace._shell import OutputCapture
 
 from dsh_core import CancelSignal, Context, Harness, ToolExecution
@@ -183,7 +184,7 @@ class SandboxPlugin:
     name = "test-sandbox"
     provides = ("sandbox",)
 
-    def __init__(self, sandbox: PrefixSandbox) -> None:
+    def __init__(self, sandbox: Sandbox) -> None:
         self.sandbox = sandbox
 
     def start(self, ctx: Context) -> None:
@@ -212,6 +213,48 @@ async def test_a_refusing_sandbox_means_the_command_does_not_run(ws: Path) -> No
     assert result.error_code == "TOOL_ERROR"
     assert text(result) == "Error: the command was not run: no sandbox here"
     assert not (ws / "ran.txt").exists()
+
+
+@attrs.frozen
+class Handed:
+    """A ``Confined`` command: an argv and the descriptors it inherits."""
+
+    argv: tuple[str, ...]
+    pass_fds: tuple[int, ...]
+
+
+class PipeSandbox:
+    """A sandbox that hands each command a fresh pipe holding a word (as bwrap's ``--file FD`` reads one)."""
+
+    def __init__(self) -> None:
+        self.handed: list[int] = []
+        self.program = "sh"
+
+    async def wrap(self, argv: Sequence[str], *, cwd: str, execution: ToolExecution) -> Handed:
+        read, write = os.pipe()
+        os.write(write, b"handed-over\n")
+        os.close(write)
+        self.handed.append(read)
+        return Handed((self.program, "-c", f'cat /dev/fd/{read}; exec "$@"', "sh", *argv), (read,))
+
+
+async def test_a_sandbox_can_hand_descriptors_to_the_command(ws: Path) -> None:
+    """A ``Confined`` result's descriptors reach the process under their numbers; the harness closes its copies."""
+    sandbox = PipeSandbox()
+    assert isinstance(sandbox, Sandbox)
+    assert isinstance(Handed((), ()), Confined)
+    async with Harness(plugins=[WorkspacePlugin, SandboxPlugin(sandbox)], autoload=False) as ctx:
+        await call(ctx, "bash", ws, command="true")
+        before = sorted(os.listdir("/proc/self/fd"))
+        result = await call(ctx, "bash", ws, command="echo ran")
+        after = sorted(os.listdir("/proc/self/fd"))
+        sandbox.program = "/no/such/wrapper"
+        failed = await call(ctx, "bash", ws, command="true")
+        last = sorted(os.listdir("/proc/self/fd"))
+    assert text(result).startswith("handed-over\nran\n")
+    assert text(failed).startswith("Error: the command could not be started: No such file or directory")
+    assert after == before == last  # closed after the start, and after a failure to start
+    assert len(sandbox.handed) == 3
 
 
 @pytest.mark.parametrize("workspace_config", [{"shell": "no-such-shell-anywhere"}])
