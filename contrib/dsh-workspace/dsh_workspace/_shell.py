@@ -27,13 +27,13 @@ import contextlib
 import logging
 import os
 import signal
-import subprocess
 import time
 from collections.abc import Mapping, Sequence
 
 import anyio
-import anyio.abc
 import attrs
+
+from ._process import ChildProcess, start_process
 
 __all__ = ["CommandOutcome", "OutputCapture", "namespace_inits", "run_command"]
 
@@ -128,7 +128,7 @@ def namespace_inits(pid: int) -> list[int]:
     return inits
 
 
-async def _stop_group(process: anyio.abc.Process, grace: float) -> None:
+async def _stop_group(process: ChildProcess, grace: float) -> None:
     """Stop everything the command started, then reap the leader.
 
     A pid namespace init among the leader's children is killed first, and the leader awaited
@@ -156,12 +156,10 @@ async def _stop_group(process: anyio.abc.Process, grace: float) -> None:
         logger.warning("process %d did not exit after SIGKILL within %.0f s", process.pid, _REAP_LIMIT)
 
 
-async def _pump(stream: anyio.abc.ByteReceiveStream, capture: OutputCapture, done: anyio.Event) -> None:
+async def _pump(process: ChildProcess, capture: OutputCapture, done: anyio.Event) -> None:
     try:
-        async for chunk in stream:
+        while chunk := await process.read():
             capture.feed(chunk)
-    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-        pass
     finally:
         done.set()
 
@@ -191,29 +189,16 @@ async def run_command(
     # children. Spawning is quick; the cancel takes effect at the first await below.
     with anyio.CancelScope(shield=True):
         try:
-            process = await anyio.open_process(
-                list(argv),
-                cwd=cwd,
-                env=dict(env) if env is not None else None,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                pass_fds=pass_fds,
-            )
+            process = await start_process(argv, cwd=cwd, env=env, pass_fds=pass_fds)
         finally:
             for fd in pass_fds:  # the process has its copies; ours would only keep them open
                 with contextlib.suppress(OSError):
                     os.close(fd)
     timed_out = False
     try:
-        stdout = process.stdout
-        if stdout is None:  # opened with PIPE; a None here is a bug, not a user error
-            msg = "the command's output pipe is missing"
-            raise RuntimeError(msg)
         drained = anyio.Event()
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_pump, stdout, capture, drained)
+            tg.start_soon(_pump, process, capture, drained)
             with anyio.move_on_after(time_limit) as deadline:
                 await process.wait()
             if deadline.cancelled_caught:

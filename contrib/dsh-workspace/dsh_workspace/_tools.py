@@ -247,7 +247,10 @@ def make_tools(ctx: Context, config: WorkspaceConfig) -> list[Tool]:
         if not 0 < limit <= config.bash_max_timeout:
             msg = f"timeout must be more than 0 and at most {config.bash_max_timeout:g} seconds, got {limit:g}"
             raise WorkspaceError(msg)
-        root = (await workspace_for(execution)).root
+        # Resolved in the loop's thread: the spawn below waits on the same directory anyway (the
+        # child's chdir happens before the spawn returns), and a worker thread would cost two
+        # trips through the scheduler per command.
+        root = (await workspace_of(execution, ctx, in_thread=False)).root
         shell = shutil.which(config.shell)
         if shell is None:
             msg = f"the shell {config.shell!r} is not installed (not found on PATH); commands cannot run"
