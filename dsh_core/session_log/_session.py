@@ -109,6 +109,7 @@ class SessionMeta:
 
 #: a relative ``cwd`` is the one rule the readers do not say (the class refuses it)
 _META_JSON: Final = ObjectCodec(SessionMeta, errors_at="cwd")
+_META_JSON.install_to_json()
 
 
 # ---------------------------------------------------------------------- read-only views
