@@ -24,6 +24,7 @@ from dsh_core.vocabulary import (
     Reasoning,
     Reject,
     Retry,
+    TaggedUnion,
     Text,
     ToolCall,
     ToolResultMessage,
@@ -32,7 +33,6 @@ from dsh_core.vocabulary import (
     dumps_json,
     json_field,
 )
-from dsh_core.vocabulary._codec import TaggedUnion
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "vocabulary.jsonl"
 

@@ -1,7 +1,8 @@
 """The session-log catalogue: every event type the loop writes, its ``data`` and what it means.
 
 Each type is one frozen attrs payload class declared with ``@log_event``: its fields are the
-event's ``data`` (SPEC §7; a key marked ``?`` is left out while it holds its default), and its flags
+event's ``data`` (SPEC §7; a key marked ``?`` is left out while it holds its default, and an absent
+key reads as the default; ``null`` only where the type admits ``None``), and its flags
 say whether it is **model-visible** (a surface entry carrying a ``message``; ``derive_messages()``
 folds it), whether it **consumes** a queued prompt (carries the ``queued_id`` of an
 ``inbox/queued`` record) and whether it is **in a turn** (written between its turn's
