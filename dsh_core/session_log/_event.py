@@ -168,6 +168,8 @@ _set_data = SessionEvent.__dict__["data"].__set__
 _set_payload = SessionEvent.__dict__["_payload"].__set__
 
 
+# Kept: the constructor needs ``data``, which a typed append has not until it is read; and a raw
+# append's event costs 0.32 us this way vs 0.94 through ``SessionEvent(...)`` (same run).
 def logged_event(seq: int, time: float, payload: LogEvent) -> SessionEvent:
     """An event for a typed payload, its ``data`` built when first read.
 

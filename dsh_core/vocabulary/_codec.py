@@ -52,7 +52,9 @@ _META: Final = "dsh.json"
 
 #: A class attribute: ``True`` says that the readers its fields' types imply (with their
 #: ``json_field`` options) check everything its validators and converters check, so a value read
-#: from JSON is built without running them again (a third of the cost of a read). Only for classes
+#: from JSON is built without running them again (kept: same run, load 4, AssistantMessage.from_json
+#: 1.98 us vs 3.13 through __init__, SessionEvent 2.98 vs 3.95, an assistant/chunk payload 1.09 vs
+#: 1.67). Only for classes
 #: whose checks are per field and implied by the field's type; a rule across fields, or a
 #: validator the reader does not mirror, needs the class's own ``__init__``.
 TRUSTS_READERS: Final = "_codec_trusts_readers"
@@ -466,7 +468,8 @@ class ObjectCodec:
         """Make ``encode_plain`` the class's own ``to_json`` (its docstring kept).
 
         The class writes ``to_json`` as a one-line delegate for readers and type checkers; calling
-        the compiled encoder directly saves that call, a quarter of encoding a two-block message.
+        the compiled encoder directly saves that call (kept: a two-block message's to_json 0.43 us vs
+        0.52 through the delegate, same run).
         """
         delegate = getattr(self._cls, "to_json", None)
         encode = self.encode_plain
@@ -664,7 +667,8 @@ def _refuse_value(field: str, exc: Exception) -> NoReturn:
 
 
 def _frozen(items: dict[str, Any]) -> FrozenDict:
-    """A ``FrozenDict`` of values this module froze itself (no second scan)."""
+    """A ``FrozenDict`` of values this module froze itself (no second scan: an assistant/chunk's
+    ``to_data`` 0.58 us vs 1.49 with ``FrozenDict(plain)``, same run)."""
     frozen = dict.__new__(FrozenDict)
     dict.update(frozen, items)
     return frozen
