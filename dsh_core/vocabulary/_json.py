@@ -156,8 +156,10 @@ def freeze_json(value: object, *, where: str, root: str = "value") -> JsonValue:
 def frozen_trusted(value: dict[str, JsonValue]) -> FrozenDict:
     """Wrap a dict whose values are already frozen JSON (scalars, ``FrozenDict``s, tuples).
 
-    No check at all: only for data the harness builds itself from validated values on a hot path
-    (a streamed chunk). Anything else goes through ``freeze_json``.
+    No check at all: only for values already known to be frozen JSON, such as a JSON decoder's
+    objects whose arrays were made tuples (the persistence loaders' ``object_hook``: a stored
+    ``tool/result`` line 4.2 us vs 5.5 with ``json.loads`` + ``freeze_json``, same run). Anything
+    else goes through ``freeze_json``.
     """
     frozen = _new_frozen(FrozenDict)
     _fill(frozen, value)
