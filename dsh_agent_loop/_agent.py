@@ -20,6 +20,7 @@ from ._machine import AgentMachine, Waiter
 if TYPE_CHECKING:
     from dsh_core.host import Context
     from dsh_core.llm import LlmCallConfig
+    from dsh_core.services import AssemblyContext
     from dsh_core.services.sessions import Session
     from dsh_core.vocabulary import Message
 
@@ -35,7 +36,17 @@ _DEFAULT_SOURCES: dict[str, dict[str, str]] = {
 class Agent:
     """One agent: a session, its state machine and a driver. Made only by the agent loop's factory."""
 
-    __slots__ = ("__weakref__", "_ctx", "_options", "_session", "call_config", "header", "machine", "prefix")
+    __slots__ = (
+        "__weakref__",
+        "_ctx",
+        "_options",
+        "_session",
+        "assembly_context",
+        "call_config",
+        "header",
+        "machine",
+        "prefix",
+    )
 
     def __init__(self, *, ctx: Context, session: Session, options: AgentOptions) -> None:
         self._ctx = ctx
@@ -48,6 +59,9 @@ class Agent:
         self.header = HeaderLog()
         #: the options as the seed of ``agent/request``, built at the first step (``_step``)
         self.call_config: LlmCallConfig | None = None
+        #: whom the system prompt is assembled for, built at the first step (id, scope, cwd and
+        #: model never change for an agent)
+        self.assembly_context: AssemblyContext | None = None
 
     # ------------------------------------------------------------------ what the Agent protocol exposes
 

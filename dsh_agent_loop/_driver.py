@@ -34,7 +34,7 @@ from dsh_core.vocabulary import (
 )
 
 from ._agent import Agent
-from ._interrupt import Aborted, check, interruptible
+from ._interrupt import Aborted, TurnInterrupts, check
 from ._machine import AgentState
 from ._step import ModelFailed, log_step_items, run_step
 from ._turn_end import TurnEnd, strongest
@@ -132,8 +132,13 @@ async def run_turn(agent: Agent, signal: CancelSignal) -> None:
         _drop_queued(agent, exc)
         return
     state = _TurnState(turn, signal)
+    interrupts = TurnInterrupts(signal)
     try:
-        state.end = await _turn_body(agent, state)
+        with interrupts.scope:  # absorbs the cancellation the signal caused, nothing else
+            interrupts.arm()
+            state.end = await _turn_body(agent, state, interrupts)
+        if interrupts.kept is not None:  # a step cancelled while it streamed
+            state.last_message = interrupts.kept
     except Aborted as aborted:
         state.last_message = aborted.message or state.last_message
     except Exception as exc:  # noqa: BLE001 - a plugin bug ends the turn, never the loop
@@ -184,7 +189,7 @@ def _close_turn(agent: Agent, state: _TurnState, end: TurnEnd) -> None:
     session.append(TurnEndEvent(turn=state.turn, reason=end))
 
 
-async def _turn_body(agent: Agent, state: _TurnState) -> TurnEnd:
+async def _turn_body(agent: Agent, state: _TurnState, interrupts: TurnInterrupts) -> TurnEnd:
     events = agent.ctx.events
     session = agent.session
     signal = state.signal
@@ -192,7 +197,7 @@ async def _turn_body(agent: Agent, state: _TurnState) -> TurnEnd:
     state.consumed = [item.id for item in items]
     state.unlogged = list(state.consumed)
     admitted = 0
-    with interruptible(signal):  # one scope per turn for its prompts
+    with interrupts:  # the prompts' stretch
         for item in items:
             verdict: Allow | Block = await events.waterfall(
                 "agent/prompt-submit", Allow(), agent=agent, message=item.message, turn=state.turn
@@ -219,15 +224,12 @@ async def _turn_body(agent: Agent, state: _TurnState) -> TurnEnd:
     while True:
         check(signal)  # before each step
         state.step += 1
-        outcome = await run_step(agent, state.turn, state.step, signal)
+        outcome = await run_step(agent, state.turn, state.step, interrupts)
         state.last_message = outcome.message
         if outcome.max_tokens:
             end = strongest(end, TurnEnd("max-tokens"))
         pending = log_step_items(agent, state.turn, state.step)
-        if events.has_listeners("agent/turn-continuation") or events.has_listeners("agent/turn-stop"):
-            with interruptible(signal):  # a listener may block: cancel() must reach it
-                decision, stop, pending = await _continuation(agent, state, outcome.ran_tools, pending)
-        else:  # nothing here can block: no scope to arm
+        with interrupts:  # a listener may block: cancel() must reach it
             decision, stop, pending = await _continuation(agent, state, outcome.ran_tools, pending)
         check(signal)
         if isinstance(stop, ContinuationStop):

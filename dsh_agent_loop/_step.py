@@ -20,7 +20,7 @@ from dsh_core.session_log import (
 from dsh_core.vocabulary import AssistantMessage, CancelSignal, Message, Retry, ToolResultMessage, UserMessage
 
 from ._agent import Agent
-from ._interrupt import check, interruptible
+from ._interrupt import TurnInterrupts, check
 from ._tool_calls import run_tool_calls
 
 __all__ = ["ModelFailed", "StepOutcome", "log_step_items", "run_step"]
@@ -108,18 +108,28 @@ class _Attempt:
         self.assembler: BlockAssembler | None = None
 
 
-async def run_step(agent: Agent, turn: int, step: int, signal: CancelSignal) -> StepOutcome:
-    """One step. Everything up to the assistant message runs in one scope that ``cancel()`` cancels;
+async def run_step(agent: Agent, turn: int, step: int, interrupts: TurnInterrupts) -> StepOutcome:
+    """One step. Everything up to the assistant message is a stretch that ``cancel()`` interrupts;
     the tool calls run outside it and see the cancel through the signal, so each one still ends
     with a result."""
     session = agent.session
+    signal = interrupts.signal
     log_step_items(agent, turn, step)
     attempt = _Attempt()
-    with interruptible(signal):
-        message, finish, usage = await _call_model(agent, turn, step, signal, attempt)
+    try:
+        with interrupts:
+            message, finish, usage = await _call_model(agent, turn, step, signal, attempt)
+    except BaseException as exc:
+        if interrupts.cancelled_here and isinstance(exc, anyio.get_cancelled_exc_class()):
+            # interrupted: keep what streamed; the turn's scope absorbs the cancellation
+            interrupts.kept = _keep_interrupted(agent, turn, step, attempt.assembler)
+        raise
     if signal.reason is not None:
         check(signal, _keep_interrupted(agent, turn, step, attempt.assembler))
-    session.append(AssistantMessageEvent(turn=turn, step=step, message=message, usage=usage))
+    if message.__class__ is AssistantMessage:  # the assembler's, or a listener's checked one
+        session.append(AssistantMessageEvent.trusted(turn, step, message, usage))
+    else:  # whatever an agent/step-result listener returned: the payload's checks refuse it
+        session.append(AssistantMessageEvent(turn=turn, step=step, message=message, usage=usage))
     max_tokens = finish == "max-tokens"
     calls = () if max_tokens else message.tool_calls
     if calls:
@@ -153,7 +163,10 @@ async def _call_model(
     events = ctx.events
     session = agent.session
     prompt = ctx.system_prompt
-    assembly = await prompt.assemble(assemble_context_for(agent))
+    context = agent.assembly_context
+    if context is None:
+        context = agent.assembly_context = assemble_context_for(agent)
+    assembly = await prompt.assemble(context)
     if agent.prefix is None:
         agent.prefix = _checked_prefix(await events.waterfall("agent/session-prefix", (), agent=agent))
     prefix = agent.prefix
@@ -164,27 +177,24 @@ async def _call_model(
         await events.serial("agent/pre-step", agent=agent, turn=turn, step=step, prefix=prefix, signal=signal)
     system = prompt.render(assembly)
     boundary = session.derive_messages()
-    session.append(StepStartEvent(turn=turn, step=step))
+    session.append(StepStartEvent.trusted(turn, step))
     config = _call_config(agent)
     if listening("agent/request"):
         config = await events.waterfall("agent/request", config, agent=agent, turn=turn, step=step, signal=signal)
     config = _check_route(agent, config)
     tools = ctx.tools.schemas(agent)
     agent.header.record(session, config, system, tools, prefix)
-    request = LlmRequest(
-        provider=config.provider,
-        model=config.model,
-        messages=boundary if not prefix else (*prefix, *boundary),
+    request = LlmRequest.for_call(
+        config,
+        boundary if not prefix else (*prefix, *boundary),
         system=system or None,
-        tools=tuple(tools),
-        max_tokens=config.max_tokens,
-        temperature=config.temperature,
-        reasoning_effort=config.reasoning_effort,
+        tools=tools,
         session_id=session.id,
         signal=signal,
     )
     llm = ctx.llm
     append = session.append
+    chunk_event = AssistantChunkEvent.trusted
     number = 1
     while True:
         assembler = attempt.assembler = BlockAssembler(provider=config.provider, model=config.model)
@@ -192,8 +202,8 @@ async def _call_model(
         chunks = llm.stream(request)
         try:
             async for chunk in chunks:
-                append(AssistantChunkEvent(turn=turn, step=step, chunk=chunk))
-                add(chunk)
+                add(chunk)  # first: it refuses anything that is not a chunk, so the payload can trust it
+                append(chunk_event(turn, step, chunk))
         finally:  # closed at once, even when a listener raises (what aclosing does, one await less)
             await chunks.aclose()
         finish = assembler.finish

@@ -57,7 +57,8 @@ async def run_tool_calls(
         failed = _error(f"Error: the tool pipeline failed ({type(exc).__name__}: {exc}); outcome unknown.", "TOOL_ERROR")
         _close_calls(agent, turn, step, calls, started, finished, failed)
         raise
-    _close_calls(agent, turn, step, calls, started, finished, _error(_NOT_STARTED, "ABORTED"))
+    if len(finished) < len(calls):
+        _close_calls(agent, turn, step, calls, started, finished, _error(_NOT_STARTED, "ABORTED"))
     return contexts
 
 
@@ -140,11 +141,13 @@ def _error(text: str, code: ToolErrorCode) -> ToolResult:
 
 
 def _log_call(agent: Agent, turn: int, step: int, call: ToolCall) -> None:
-    agent.session.append(
-        ToolCallEvent(turn=turn, step=step, call_id=call.id, name=call.name, arguments=call.arguments)
-    )
+    agent.session.append(ToolCallEvent.trusted(turn, step, call))
 
 
 def _log_result(agent: Agent, turn: int, step: int, call: ToolCall, result: ToolResult) -> None:
-    message = ToolResultMessage(call_id=call.id, content=result.content, is_error=result.is_error)
-    agent.session.append(ToolResultEvent(turn=turn, step=step, message=message, error_code=result.error_code))
+    if result.__class__ is ToolResult:  # its fields were checked when it was made
+        message = ToolResultMessage.trusted(call.id, result.content, result.is_error)
+        agent.session.append(ToolResultEvent.trusted(turn, step, message, result.error_code))
+    else:  # from a replacement tools service: the constructors check it
+        message = ToolResultMessage(call_id=call.id, content=result.content, is_error=result.is_error)
+        agent.session.append(ToolResultEvent(turn=turn, step=step, message=message, error_code=result.error_code))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from dsh_core import ContinuationDecision, ContinuationStop, hookimpl, tool
@@ -214,6 +215,69 @@ async def test_cancel_during_a_tool_gives_results_to_every_call() -> None:
     assert codes == ["ABORTED", "ABORTED"]
     assert trail(events)[-4:] == ["tool/result", "tool/call", "tool/result", "turn/end"]
     assert [type(m).__name__ for m in messages] == ["UserMessage", "AssistantMessage", "ToolResultMessage", "ToolResultMessage"]
+
+
+async def test_cancel_interrupts_a_blocking_continuation_listener() -> None:
+    """An agent/turn-continuation listener that blocks is interrupted by cancel(); the turn ends aborted."""
+    entered = anyio.Event()
+
+    class SlowContinuation:
+        @hookimpl
+        async def dsh_agent_turn_continuation(self) -> None:
+            entered.set()
+            await anyio.sleep_forever()
+
+    model = ScriptedModel(["answer"])
+    async with running(model, plugins=[SlowContinuation()]) as ctx:
+        async with await ctx.agents.create("a1", agent_options=MODEL) as handle:
+            agent = handle.agent
+            agent.send("go")
+            with anyio.fail_after(5):
+                await entered.wait()
+                agent.cancel()
+                await agent.when_idle()
+            events = agent.session.events
+    assert trail(events) == ["inbox/queued", "turn/start", "user/message", "step/start", "assistant/message", "turn/end"]
+    assert events[-1].data["reason"] == {"kind": "aborted"}
+
+
+async def test_a_cancel_during_a_tool_interrupts_the_continuation_listener_after_it() -> None:
+    """A cancel that lands while a tool runs reaches the blocking continuation listener that follows
+    at once, and the tool's results are still heard by an awaiting tools/result listener."""
+    started = anyio.Event()
+    heard: list[str] = []
+
+    @tool
+    async def slow() -> str:
+        """Wait forever."""
+        started.set()
+        await anyio.sleep_forever()
+        return "never"
+
+    class Listeners:
+        @hookimpl
+        async def dsh_tools_result(self, result: Any) -> None:
+            await anyio.lowlevel.checkpoint()  # a cancelled scope would raise here
+            heard.append(result.error_code)
+
+        @hookimpl
+        async def dsh_agent_turn_continuation(self) -> None:
+            await anyio.sleep_forever()
+
+    model = ScriptedModel([ScriptedModel.tool_call("slow")])
+    async with running(model, plugins=[Listeners()]) as ctx:
+        ctx.tools.register(slow)
+        async with await ctx.agents.create("a1", agent_options=MODEL) as handle:
+            agent = handle.agent
+            agent.send("go")
+            with anyio.fail_after(5):
+                await started.wait()
+                agent.cancel()
+                await agent.when_idle()
+            events = agent.session.events
+    assert heard == ["ABORTED"]
+    assert trail(events)[-3:] == ["tool/call", "tool/result", "turn/end"]
+    assert events[-1].data["reason"] == {"kind": "aborted"}
 
 
 async def test_cancel_during_pre_step_aborts_before_the_request() -> None:

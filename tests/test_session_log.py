@@ -386,6 +386,26 @@ async def test_a_plugin_declares_its_own_type_the_same_way() -> None:
         assert len(session.events) == 2
 
 
+@log_event("testplugin/note", visible=True)
+@attrs.frozen(kw_only=True)
+class VisibleNoteEvent(LogEvent):
+    """A test plugin's own model-visible type (declared after the session module was imported)."""
+
+    message: UserMessage
+    surface: SurfaceOp = attrs.field(default=SurfaceOp.append(), metadata={})
+
+
+async def test_a_plugin_visible_type_appended_as_a_payload_joins_the_surface() -> None:
+    """A model-visible type declared by a plugin is folded into the derived messages when appended
+    as a payload, as when appended as a type and its data."""
+    async with Harness(autoload=False) as ctx:
+        session = await ctx.sessions.create("p")
+        session.append(VisibleNoteEvent(message=UserMessage(content="typed")))
+        session.append("testplugin/note", {"message": UserMessage(content="raw").to_json()})
+        assert [message.text for message in session.derive_messages()] == ["typed", "raw"]  # type: ignore[union-attr]
+        assert len(session.surface) == 2
+
+
 def test_a_type_cannot_be_declared_twice() -> None:
     from dsh_core import DuplicateRegistrationError
 

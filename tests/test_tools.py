@@ -315,6 +315,78 @@ async def test_signal_cancelled_before_start_never_runs_the_body(dsh_ctx: Contex
     assert ran == []
 
 
+class ResultsOnly:
+    """Hears tools/result only: the pipeline up to the body has no listener (no cancel scope armed)."""
+
+    def __init__(self) -> None:
+        self.results: list[ToolResult] = []
+
+    @hookimpl
+    def dsh_tools_result(self, result: ToolResult) -> None:
+        self.results.append(result)
+
+
+async def test_abort_reaches_what_a_plain_function_returned_to_await(dsh_ctx: Context) -> None:
+    """A plain function returning an awaitable that waits: cancelling the signal ends the call ABORTED
+    and skips tools/post-execute, with nothing listening before the body."""
+    signal = CancelSignal()
+    heard = ResultsOnly()
+    dsh_ctx.register_plugin(heard)
+
+    async def wait() -> str:
+        signal.cancel("user pressed stop")
+        await anyio.sleep_forever()
+        return "never"
+
+    dsh_ctx.tools.register(Tool(name="wait", function=lambda: wait()))
+    with anyio.fail_after(5):
+        result = await dsh_ctx.tools.execute(call("wait", signal=signal))
+    assert (result.is_error, result.error_code) == (True, "ABORTED")
+    assert heard.results == [result]
+
+
+async def test_outer_cancellation_of_a_plain_function_s_awaitable_propagates(dsh_ctx: Context) -> None:
+    """Cancellation from outside reaches a plain function's awaitable and is not turned into a result."""
+    outer_scope = anyio.CancelScope()
+    returned: list[ToolResult] = []
+
+    async def hang() -> str:
+        outer_scope.cancel()
+        await anyio.sleep_forever()
+        return "never"
+
+    dsh_ctx.tools.register(Tool(name="hang", function=lambda: hang()))
+    with outer_scope:
+        returned.append(await dsh_ctx.tools.execute(call("hang", signal=CancelSignal())))
+    assert outer_scope.cancelled_caught
+    assert returned == []
+
+
+async def test_the_body_sees_every_field_of_the_execution(dsh_ctx: Context) -> None:
+    """The execution a body receives is the caller's, every field kept, with ``parsed`` added."""
+    seen: list[ToolExecution] = []
+
+    @tool
+    def look(n: int, execution: ToolExecution) -> str:
+        """Record the execution."""
+        seen.append(execution)
+        return str(n)
+
+    dsh_ctx.tools.register(look)
+    given = ToolExecution(
+        call_id="c-7", name="look", arguments='{"n": 3}', parsed=None, agent_id="a", session_id="s",
+        turn=2, step=5, cwd="/tmp", ctx=dsh_ctx, signal=CancelSignal(),
+    )
+    # every field is given above: a new field must be given here too (and kept by the pipeline)
+    assert {field.name for field in attrs.fields(ToolExecution)} == {
+        "call_id", "name", "arguments", "parsed", "agent_id", "session_id", "turn", "step", "cwd", "ctx", "signal",
+    }
+    await dsh_ctx.tools.execute(given)
+    (execution,) = seen
+    assert execution == attrs.evolve(given, parsed={"n": 3})
+    assert (execution.ctx, execution.signal) == (given.ctx, given.signal)  # not compared by ==
+
+
 @pytest.mark.parametrize("with_signal", [False, True])
 @pytest.mark.parametrize("tool_timeout", [None, 5.0])
 async def test_outer_cancellation_propagates(

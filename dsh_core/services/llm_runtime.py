@@ -237,7 +237,9 @@ class LlmRuntime:
         try:
             try:
                 chunks = route.adapter.stream(request)
-                if inspect.isawaitable(chunks):  # an `async def stream` that returns an iterator
+                # an `async def stream` that returns an iterator (an async generator is not awaitable:
+                # asked first, it spares the ABC check of isawaitable)
+                if chunks.__class__ is not AsyncGeneratorType and inspect.isawaitable(chunks):
                     chunks = await chunks
                 # The per-chunk path: one isinstance, one signal test, one yield.
                 async for chunk in chunks:  # type: ignore[attr-defined]  # a non-iterator raises TypeError
@@ -332,9 +334,18 @@ async def _close(chunks: object, *, shielded: bool) -> None:
     Under cancellation (``shielded``) the close still runs, for at most ``CLOSE_TIMEOUT`` seconds;
     on the ordinary path no timer is armed (this runs once per request).
     """
+    if chunks.__class__ is AsyncGeneratorType:  # the usual adapter
+        if chunks.ag_frame is None:
+            return  # a generator that raised or returned is finished already
+        if not shielded:  # once per request: no helper coroutine, no awaitable check
+            try:
+                await chunks.aclose()
+            except Exception:
+                logger.exception("closing the adapter's stream failed (contained: the stream had already ended)")
+            return
     aclose: Callable[[], object] | None = getattr(chunks, "aclose", None)
-    if aclose is None or (isinstance(chunks, AsyncGeneratorType) and chunks.ag_frame is None):
-        return  # nothing to close (a generator that raised or returned is finished already)
+    if aclose is None:
+        return  # nothing to close
     if not shielded:
         await _call_aclose(aclose)
         return

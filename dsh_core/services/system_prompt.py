@@ -92,6 +92,8 @@ class Assembly:
 
     sections: tuple[PromptSection, ...]
     variables: Mapping[str, str | None] = attrs.field(factory=FrozenDict, converter=FrozenDict)
+    #: the rendered text, once ``render_prompt`` made it (a frozen value renders the same every time)
+    _rendered: str | None = attrs.field(default=None, init=False, eq=False, repr=False)
 
 
 @attrs.frozen
@@ -135,6 +137,8 @@ class SystemPrompt:
     def __init__(self) -> None:
         self._sections: dict[str | None, dict[str, _Section]] = {None: {}}
         self._variables: dict[str | None, dict[str, _Variable]] = {None: {}}
+        #: per layer seen (``None``: an agent without a layer of its own), until any registration changes
+        self._plans: dict[str | None, _Plan] = {}
 
     def bind(self, ctx: Context) -> SystemPromptView:
         return SystemPromptView(self, ctx)
@@ -167,12 +171,14 @@ class SystemPrompt:
             raise DuplicateRegistrationError(msg)
         entry = _Section(name, order, text, owner)
         layer[name] = entry
+        self._plans.clear()
 
         def remove() -> None:
             if layer.get(name) is entry:
                 del layer[name]
                 if not layer and scope is not None and self._sections.get(scope) is layer:
                     del self._sections[scope]  # an agent's layer leaves with its last entry
+                self._plans.clear()
 
         return remove
 
@@ -199,12 +205,14 @@ class SystemPrompt:
             raise DuplicateRegistrationError(msg)
         entry = _Variable(name, provider, owner)
         layer[name] = entry
+        self._plans.clear()
 
         def remove() -> None:
             if layer.get(name) is entry:
                 del layer[name]
                 if not layer and scope is not None and self._variables.get(scope) is layer:
                     del self._variables[scope]
+                self._plans.clear()
 
         return remove
 
@@ -226,27 +234,43 @@ class SystemPrompt:
         scope = context.agent_id
         if scope is None and context.scope is not None:
             scope = context.scope.agent_scope
-        sections = _merge(self._sections, scope)
-        variables = _merge(self._variables, scope)
+        if scope not in self._sections and scope not in self._variables:
+            scope = None  # no layer of its own: the global view (one plan for every such agent)
+        plan = self._plans.get(scope)
+        if plan is None:
+            plan = self._plans[scope] = _Plan(self._sections, self._variables, scope)
         resolved: list[PromptSection] = []
-        for section in sorted(sections.values(), key=lambda s: (s.order, s.name)):
-            text = section.text if isinstance(section.text, str) else await _call(section.text, context)
+        for section, fixed in plan.sections:
+            if fixed is not None:
+                resolved.append(fixed)
+                continue
+            text = await _call(section.text, context)  # type: ignore[arg-type]  # not a str: a callable
             if not isinstance(text, str):
                 msg = f"prompt section {section.name!r} (from {section.owner!r}) produced {type(text).__name__}, not a str"
                 raise TypeError(msg)
             resolved.append(PromptSection(section.name, section.order, text))
-        values: dict[str, str | None] = {}
-        for name in sorted(variables):
-            variable = variables[name]
-            value = await _call(variable.provider, context)
-            if value is not None and not isinstance(value, str):
-                msg = (
-                    f"prompt variable {name!r} (from {variable.owner!r}) produced {type(value).__name__}; "
-                    "a provider returns a str, or None for no value"
-                )
-                raise TypeError(msg)
-            values[name] = value
-        return Assembly(tuple(resolved), FrozenDict(values))
+        values: list[str | None] = []
+        for variable in plan.variables:
+            value = variable.provider(context)
+            if value is not None and value.__class__ is not str:
+                if inspect.isawaitable(value):
+                    value = await value
+                if value is not None and not isinstance(value, str):
+                    msg = (
+                        f"prompt variable {variable.name!r} (from {variable.owner!r}) produced "
+                        f"{type(value).__name__}; a provider returns a str, or None for no value"
+                    )
+                    raise TypeError(msg)
+            values.append(value)
+        # The same sections and values as the plan's last assembly (the usual step): that frozen
+        # value again, with its rendered text (a fifth of a text step's cost when rebuilt).
+        last = plan.last
+        if last is not None and values == plan.last_values and _same(resolved, last.sections):
+            return last
+        names = plan.variable_names
+        assembly = Assembly(tuple(resolved), FrozenDict(zip(names, values, strict=True)))
+        plan.last, plan.last_values = assembly, values
+        return assembly
 
     def render(self, assembly: Assembly) -> str:
         """The prompt text of ``assembly``; see ``render_prompt``."""
@@ -318,6 +342,37 @@ def _owned_by(ctx: Context, remove: Callable[[], None]) -> Disposer:
         raise
 
 
+class _Plan:
+    """What ``assemble`` resolves for one layer: the sections in order (a str section's
+    ``PromptSection`` made once), the variables by name, and the last assembly made from it."""
+
+    __slots__ = ("last", "last_values", "sections", "variable_names", "variables")
+
+    def __init__(
+        self,
+        sections: Mapping[str | None, Mapping[str, _Section]],
+        variables: Mapping[str | None, Mapping[str, _Variable]],
+        scope: str | None,
+    ) -> None:
+        ordered = sorted(_merge(sections, scope).values(), key=lambda s: (s.order, s.name))
+        self.sections: tuple[tuple[_Section, PromptSection | None], ...] = tuple(
+            (section, PromptSection(section.name, section.order, section.text) if isinstance(section.text, str) else None)
+            for section in ordered
+        )
+        merged = _merge(variables, scope)
+        self.variable_names = tuple(sorted(merged))
+        self.variables: tuple[_Variable, ...] = tuple(merged[name] for name in self.variable_names)
+        self.last: Assembly | None = None
+        self.last_values: list[str | None] = []
+
+
+def _same(sections: list[PromptSection], last: tuple[PromptSection, ...]) -> bool:
+    """Whether ``sections`` are those of ``last``: the same fixed ones, equal computed ones."""
+    return len(sections) == len(last) and all(
+        new is old or new == old for new, old in zip(sections, last, strict=True)
+    )
+
+
 _Entry = Any  # _Section | _Variable, for _merge
 
 
@@ -348,8 +403,15 @@ def render_prompt(assembly: Assembly) -> str:
     :raises MissingPromptValueError: the variable's provider returned ``None`` for this assembly.
     :raises MalformedPromptReferenceError: ``{{ }}``, ``{{not a name}}`` or a ``{{`` never closed.
     """
-    rendered = (_substitute(section, assembly.variables) for section in assembly.sections)
-    return "\n\n".join(text for text in rendered if text.strip())
+    text = assembly._rendered
+    if text is None:
+        rendered = (_substitute(section, assembly.variables) for section in assembly.sections)
+        text = "\n\n".join(text for text in rendered if text.strip())
+        _set_rendered(assembly, text)
+    return text
+
+
+_set_rendered = Assembly.__dict__["_rendered"].__set__  # a slot of a frozen class: the memo's one writer
 
 
 def _substitute(section: PromptSection, variables: Mapping[str, str | None]) -> str:

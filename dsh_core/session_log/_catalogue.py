@@ -38,6 +38,7 @@ from dsh_core.vocabulary._codec import ObjectCodec, json_field
 from dsh_core.vocabulary._content import (
     AssistantMessage,
     Message,
+    ToolCall,
     ToolResultMessage,
     UserMessage,
     message_reader,
@@ -54,6 +55,7 @@ from dsh_core.vocabulary._llm_types import (
     Usage,
     chunk_reader,
 )
+from dsh_core.vocabulary._slots import new_instance, slot_setters
 from dsh_core.vocabulary._tool_types import ToolErrorCode
 
 __all__ = [
@@ -315,6 +317,14 @@ class StepStartEvent(_CoreEvent):
     turn: int = attrs.field(validator=_number, metadata=_TURN)
     step: int = attrs.field(validator=_number, metadata=_STEP)
 
+    @classmethod
+    def trusted(cls, turn: int, step: int) -> StepStartEvent:
+        """From the loop's own turn and step numbers, without the validators (see ``AssistantChunkEvent.trusted``)."""
+        event = new_instance(cls)
+        _set_start_turn(event, turn)
+        _set_start_step(event, step)
+        return event
+
 
 # ---------------------------------------------------------------------- prompts and the inbox
 
@@ -439,6 +449,17 @@ class AssistantChunkEvent(_CoreEvent):
     step: int = attrs.field(validator=_number, metadata=_STEP)
     chunk: Chunk = attrs.field(validator=_is(*_CHUNK_CLASSES), metadata=json_field(read=_any_chunk))
 
+    @classmethod
+    def trusted(cls, turn: int, step: int, chunk: Chunk) -> AssistantChunkEvent:
+        """The payload from values the caller has already checked (the loop: its own turn and step
+        numbers, a chunk its assembler took), without the validators: 0.3 us instead of 0.7 us,
+        once per streamed chunk."""
+        event = new_instance(cls)
+        _set_chunk_turn(event, turn)
+        _set_chunk_step(event, step)
+        _set_chunk(event, chunk)
+        return event
+
 
 @log_event("assistant/message", visible=True, in_turn=True)
 @attrs.frozen(kw_only=True)
@@ -459,6 +480,19 @@ class AssistantMessageEvent(_CoreEvent):
     usage: Usage | None = attrs.field(default=None, validator=_is(Usage, optional=True), metadata=_OMIT)
     surface: SurfaceOp = attrs.field(default=_APPEND, validator=_is(SurfaceOp), metadata=_OMIT)
 
+    @classmethod
+    def trusted(cls, turn: int, step: int, message: AssistantMessage, usage: Usage | None) -> AssistantMessageEvent:
+        """A step's reply from values the loop has checked (an ``AssistantMessage``, the ``Usage``
+        its assembler kept), appended to the surface, without the validators."""
+        event = new_instance(cls)
+        _set_reply_turn(event, turn)
+        _set_reply_step(event, step)
+        _set_reply_message(event, message)
+        _set_reply_interrupted(event, False)
+        _set_reply_usage(event, usage)
+        _set_reply_surface(event, _APPEND)
+        return event
+
 
 # ---------------------------------------------------------------------- tools
 
@@ -477,6 +511,17 @@ class ToolCallEvent(_CoreEvent):
     name: str = attrs.field(validator=_str)
     arguments: str = attrs.field(validator=_str)
 
+    @classmethod
+    def trusted(cls, turn: int, step: int, call: ToolCall) -> ToolCallEvent:
+        """The call of a ``ToolCall`` block (its fields checked when it was built), without the validators."""
+        event = new_instance(cls)
+        _set_call_turn(event, turn)
+        _set_call_step(event, step)
+        _set_call_id(event, call.id)
+        _set_call_name(event, call.name)
+        _set_call_arguments(event, call.arguments)
+        return event
+
 
 @log_event("tool/result", visible=True, in_turn=True)
 @attrs.frozen(kw_only=True)
@@ -494,6 +539,39 @@ class ToolResultEvent(_CoreEvent):
         default=None, validator=_one_of(_ERROR_CODES, optional=True), metadata=_OMIT
     )
     surface: SurfaceOp = attrs.field(default=_APPEND, validator=_is(SurfaceOp), metadata=_OMIT)
+
+    @classmethod
+    def trusted(
+        cls, turn: int, step: int, message: ToolResultMessage, error_code: ToolErrorCode | None
+    ) -> ToolResultEvent:
+        """A result the loop built (a ``ToolResultMessage``, the code of a ``ToolResult``, both checked
+        when they were made), appended to the surface, without the validators."""
+        event = new_instance(cls)
+        _set_result_turn(event, turn)
+        _set_result_step(event, step)
+        _set_result_message(event, message)
+        _set_result_code(event, error_code)
+        _set_result_surface(event, _APPEND)
+        return event
+
+
+# ---------------------------------------------------------------------- trusted constructors
+
+
+_set_chunk_turn, _set_chunk_step, _set_chunk = slot_setters(AssistantChunkEvent)
+_set_start_turn, _set_start_step = slot_setters(StepStartEvent)
+(
+    _set_reply_turn,
+    _set_reply_step,
+    _set_reply_message,
+    _set_reply_interrupted,
+    _set_reply_usage,
+    _set_reply_surface,
+) = slot_setters(AssistantMessageEvent)
+_set_call_turn, _set_call_step, _set_call_id, _set_call_name, _set_call_arguments = slot_setters(ToolCallEvent)
+_set_result_turn, _set_result_step, _set_result_message, _set_result_code, _set_result_surface = slot_setters(
+    ToolResultEvent
+)
 
 
 # ---------------------------------------------------------------------- derived sets

