@@ -14,9 +14,8 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 import pytest
-from dsh_permissions import BwrapSandbox, SandboxStatus, SandboxUnavailableError
+from dsh_permissions import BwrapSandbox, Confinement, SandboxStatus, SandboxUnavailableError
 from dsh_permissions._confine import Profile, confined_argv, pid_max_for
-from dsh_permissions._sandbox import Confinement
 from dsh_workspace import Confined
 
 from dsh_core import CancelSignal, Context, ToolExecution, ToolResult
