@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -34,13 +35,26 @@ def _python_of(tree: Path) -> str:
     return str(own) if own.exists() else sys.executable
 
 
+def _path_of(tree: Path, shims: Path) -> str:
+    """``PYTHONPATH`` for a child of ``tree``: a tree without a venv of its own (run with ours, whose
+    entry points name this tree's modules) gets a dist-info shim with its own entry points first."""
+    if tree == HERE or (tree / ".venv" / "bin" / "python").exists():
+        return str(tree)
+    from loop import entry_point_shim  # the shim benchmarks/loop.py builds for its baseline
+
+    shim = entry_point_shim(tree, shims / tree.name)
+    return os.pathsep.join((str(shim), str(tree)))
+
+
 def run_against(script: str, baseline: Path, rounds: int) -> None:
     """Print each figure for this tree and the baseline, best of ``rounds`` alternating child runs."""
     best: dict[str, dict[str, float]] = {"this": {}, "base": {}}
     trees = {"this": HERE, "base": baseline.resolve()}
+    shims = Path(tempfile.mkdtemp(prefix="dsh-bench-shim-"))
+    paths = {label: _path_of(tree, shims) for label, tree in trees.items()}
     for _ in range(rounds):
         for label, tree in trees.items():
-            env = {**os.environ, "PYTHONPATH": str(tree)}
+            env = {**os.environ, "PYTHONPATH": paths[label]}
             done = subprocess.run(
                 [_python_of(tree), script, "--json"], env=env, cwd="/", capture_output=True, text=True, check=False
             )

@@ -4,9 +4,12 @@ Run: ``.venv/bin/python benchmarks/session.py``. Prints figures, asserts nothing
 best of several rounds (the least disturbed by the machine). Budgets (issue 3): append <= 3 us per
 small event with no listener; the per-step derive cost flat in log length (100k within 1.5x of 1k).
 
-"chunk append, the loop's way" appends one streamed chunk as the loop does: a typed
-``AssistantChunkEvent`` where the tree has the session-log catalogue, else the old hand-frozen dict.
-``--against TREE`` measures this tree and another checkout alternately and prints the ratios.
+"chunk append, the loop's way" appends one streamed chunk as the loop of the tree does: its
+``AssistantChunkEvent.trusted`` constructor where it has one (the loop builds the payload from
+its own turn and step and a chunk its assembler took), else the typed ``AssistantChunkEvent``
+where the tree has the session-log catalogue, else the old hand-frozen dict.
+``--against TREE`` measures this tree and another checkout alternately and prints the ratios
+(issue 16's baseline: ``git worktree add /tmp/base 1d609ea``, then ``--against /tmp/base``).
 """
 
 from __future__ import annotations
@@ -19,11 +22,24 @@ from typing import Any
 import anyio
 from _compare import main as compare_main
 
-from dsh_core import Context, Harness, hookimpl
+from dsh_core import (
+    AssistantMessage,
+    Context,
+    Harness,
+    Text,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+    hookimpl,
+)
 from dsh_core.llm import BlockAssembler, Chunk, Finish, LlmRequest, ModelInfo, TextDelta, Usage
-from dsh_core.services.llm_runtime import LlmRuntime
-from dsh_core.services.sessions import Session
-from dsh_core.vocabulary import AssistantMessage, Text, ToolCall, ToolResultMessage, UserMessage
+
+try:
+    from dsh_core.services.llm_runtime import LlmRuntime
+    from dsh_core.services.sessions import Session
+except ImportError:  # a tree before the core's folders, such as 1d609ea (for --against)
+    from dsh_core._defaults.llm_runtime import LlmRuntime  # type: ignore[no-redef]
+    from dsh_core._defaults.sessions import Session  # type: ignore[no-redef]
 
 ROUNDS = 5
 
@@ -61,6 +77,9 @@ def chunk_appender(session: Session) -> Callable[[], object]:
 
         return old_way
     append = session.append
+    trusted = getattr(AssistantChunkEvent, "trusted", None)
+    if trusted is not None:
+        return lambda: append(trusted(1, 1, DELTA))
     return lambda: append(AssistantChunkEvent(turn=1, step=1, chunk=DELTA))
 
 

@@ -253,17 +253,21 @@ async def _continuation(
 ) -> tuple[ContinuationDecision, object, bool]:
     """The ordinary decision, the steering it leaves pending, and the terminal stop (if any)."""
     events = agent.ctx.events
-    default = _CONTINUE if ran_tools else _STOP
-    decision = await events.waterfall(
-        "agent/turn-continuation", default, agent=agent, turn=state.turn, step=state.step
-    )
+    listening = events.has_listeners  # an event nobody hears is skipped: no coroutine, no kwargs
+    decision = _CONTINUE if ran_tools else _STOP
+    if listening("agent/turn-continuation"):
+        decision = await events.waterfall(
+            "agent/turn-continuation", decision, agent=agent, turn=state.turn, step=state.step
+        )
     if decision.action == "continue" and decision.reason:
         reason = UserMessage(content=decision.reason, source={"kind": "continuation"})
         agent.session.append(SteeringMessageEvent(message=reason))
         steered = True
     pending = steered or agent.machine.inbox.has_steering
     check(state.signal)  # at the continuation gate
-    stop = await events.serial(
-        "agent/turn-stop", agent=agent, decision=decision, turn=state.turn, step=state.step
-    )
+    stop = None
+    if listening("agent/turn-stop"):
+        stop = await events.serial(
+            "agent/turn-stop", agent=agent, decision=decision, turn=state.turn, step=state.step
+        )
     return decision, stop, pending

@@ -232,8 +232,11 @@ class Dispatcher:
 
     def has_listeners(self, event: str) -> bool:
         """Whether any plugin listens to ``event`` (lets callers skip preparing costly arguments)."""
+        plan = self._plans.get(event)  # a cached plan is the one of its declared mode
+        if plan is not None:
+            return bool(plan.impls)
         spec = self._specs.get(event)
-        return spec is not None and bool(self._plan(event, spec.mode).impls)
+        return spec is not None and bool(self._new_plan(event, spec.mode).impls)
 
     # ------------------------------------------------------------------ the modes
 

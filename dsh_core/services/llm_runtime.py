@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from types import AsyncGeneratorType
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol, cast
 
 import anyio
 
@@ -241,19 +241,21 @@ class LlmRuntime:
                 # asked first, it spares the ABC check of isawaitable)
                 if chunks.__class__ is not AsyncGeneratorType and inspect.isawaitable(chunks):
                     chunks = await chunks
-                # The per-chunk path: one isinstance, one signal test, one yield.
-                async for chunk in chunks:  # type: ignore[attr-defined]  # a non-iterator raises TypeError
-                    if isinstance(chunk, Finish):
+                # The per-chunk path: one set lookup, one signal test, one yield.
+                # (cast once per request: a non-iterator raises TypeError here, made an error Finish)
+                async for chunk in cast("AsyncIterator[Chunk]", chunks):
+                    if chunk.__class__ in _DELTA_TYPES:
+                        if signal is not None and signal.cancelled:
+                            final = _aborted(signal)
+                            break
+                        streamed = True
+                        yield chunk
+                    elif isinstance(chunk, Finish):
                         final = _settle(chunk, signal)
                         break
-                    if type(chunk) not in _DELTA_TYPES:
+                    else:
                         final = _not_a_chunk(request, chunk)
                         break
-                    if signal is not None and signal.cancelled:
-                        final = _aborted(signal)
-                        break
-                    streamed = True
-                    yield chunk
                 else:
                     final = _unfinished(request, signal, streamed=streamed)
                 settled = True

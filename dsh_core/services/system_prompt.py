@@ -239,16 +239,18 @@ class SystemPrompt:
         plan = self._plans.get(scope)
         if plan is None:
             plan = self._plans[scope] = _Plan(self._sections, self._variables, scope)
-        resolved: list[PromptSection] = []
-        for section, fixed in plan.sections:
-            if fixed is not None:
-                resolved.append(fixed)
-                continue
-            text = await _call(section.text, context)  # type: ignore[arg-type]  # not a str: a callable
-            if not isinstance(text, str):
-                msg = f"prompt section {section.name!r} (from {section.owner!r}) produced {type(text).__name__}, not a str"
-                raise TypeError(msg)
-            resolved.append(PromptSection(section.name, section.order, text))
+        resolved = plan.fixed  # every section a str: the same PromptSections every time
+        if resolved is None:
+            resolved = []
+            for section, fixed in plan.sections:
+                if fixed is not None:
+                    resolved.append(fixed)
+                    continue
+                text = await _call(section.text, context)  # type: ignore[arg-type]  # not a str: a callable
+                if not isinstance(text, str):
+                    msg = f"prompt section {section.name!r} (from {section.owner!r}) produced {type(text).__name__}, not a str"
+                    raise TypeError(msg)
+                resolved.append(PromptSection(section.name, section.order, text))
         values: list[str | None] = []
         for variable in plan.variables:
             value = variable.provider(context)
@@ -265,7 +267,7 @@ class SystemPrompt:
         # The same sections and values as the plan's last assembly (the usual step): that frozen
         # value again, with its rendered text (a fifth of a text step's cost when rebuilt).
         last = plan.last
-        if last is not None and values == plan.last_values and _same(resolved, last.sections):
+        if last is not None and values == plan.last_values and (resolved is plan.fixed or _same(resolved, last.sections)):
             return last
         names = plan.variable_names
         assembly = Assembly(tuple(resolved), FrozenDict(zip(names, values, strict=True)))
@@ -346,7 +348,7 @@ class _Plan:
     """What ``assemble`` resolves for one layer: the sections in order (a str section's
     ``PromptSection`` made once), the variables by name, and the last assembly made from it."""
 
-    __slots__ = ("last", "last_values", "sections", "variable_names", "variables")
+    __slots__ = ("fixed", "last", "last_values", "sections", "variable_names", "variables")
 
     def __init__(
         self,
@@ -358,6 +360,10 @@ class _Plan:
         self.sections: tuple[tuple[_Section, PromptSection | None], ...] = tuple(
             (section, PromptSection(section.name, section.order, section.text) if isinstance(section.text, str) else None)
             for section in ordered
+        )
+        #: the sections when every one is a str (then each assembly has exactly these)
+        self.fixed: list[PromptSection] | None = (
+            [fixed for _, fixed in self.sections] if all(fixed is not None for _, fixed in self.sections) else None  # type: ignore[misc]
         )
         merged = _merge(variables, scope)
         self.variable_names = tuple(sorted(merged))

@@ -318,12 +318,19 @@ class ToolRuntime:
         signal = execution.signal
         if signal is not None and signal.cancelled:
             return await self._finish(execution, _aborted(execution))
-        if signal is None or not self._may_block(entry, execution):
+        events = self._ctx.events
+        listening = events.has_listeners  # an event nobody hears is skipped: no coroutine, no kwargs
+        gated = bool(self._guards_for(execution.agent_id)) or listening("tools/pre-execute") or listening("tools/execute")
+        tool = entry.tool
+        if signal is None or not (gated or tool.is_async or tool.timeout is not None):
             # Nothing up to the body can wait (no listener, no guard, a plain function without a
             # timeout): no cancel scope to arm (~5 us of a tool step); a plain function that
             # returns an awaitable is awaited in one (``_run_body``).
             try:
-                result = await self._gate_and_run(entry, execution, unscoped=signal)
+                if gated:
+                    result = await self._gate_and_run(entry, execution, unscoped=signal)
+                else:  # no policy to ask: what _gate_and_run comes down to
+                    result = await _run_body(tool, execution, signal)
             except _BodyAborted:
                 return await self._finish(execution, _aborted(execution))
         else:
@@ -335,14 +342,11 @@ class ToolRuntime:
                     forget()
             if scope.cancelled_caught:
                 return await self._finish(execution, _aborted(execution))
-        return await self._finish(execution, await self._post_execute(execution, result))
-
-    def _may_block(self, entry: _Entry, execution: ToolExecution) -> bool:
-        """Whether the pipeline up to the body may wait, so that a cancel must be able to interrupt it."""
-        if entry.tool.is_async or entry.tool.timeout is not None or self._guards_for(execution.agent_id):
-            return True
-        listening = self._ctx.events.has_listeners
-        return listening("tools/pre-execute") or listening("tools/execute")
+        if listening("tools/post-execute"):
+            result = await self._post_execute(execution, result)
+        if listening("tools/result"):
+            await events.notify("tools/result", execution=execution, result=result)
+        return result
 
     async def _gate_and_run(
         self, entry: _Entry, execution: ToolExecution, *, unscoped: CancelSignal | None = None

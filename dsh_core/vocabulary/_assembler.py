@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Any, Final, NoReturn
 
-from dsh_core.vocabulary._content import AssistantMessage, Reasoning, Text, ToolCall
+from dsh_core.vocabulary._content import AssistantMessage, Reasoning, Text, ToolCall, new_id
 from dsh_core.vocabulary._llm_types import Chunk, Finish, ReasoningDelta, TextDelta, ToolCallDelta, Usage
+from dsh_core.vocabulary._slots import new_instance, slot_setters
 
 __all__ = ["BlockAssembler"]
 
@@ -100,15 +101,16 @@ class BlockAssembler:
         """
         keep_calls = self._finish is None or self._finish.reason != "max-tokens"
         content: list[Text | Reasoning | ToolCall] = []
+        # Every piece is a str the deltas' own checks let through: the blocks are built unchecked.
         for index, block in self._blocks.items():
             kind = block[0]
             if kind is TextDelta:
-                content.append(Text("".join(block[1])))
+                content.append(_text("".join(block[1])))
             elif kind is ReasoningDelta:
                 content.append(Reasoning("".join(block[1])))
             elif keep_calls:
                 call_id = f"call-{index}" if block[2] is None else block[2]
-                content.append(ToolCall(call_id, block[3] or "", "".join(block[1])))
+                content.append(_tool_call(call_id, block[3] or "", "".join(block[1])))
         return self._build(content, id)
 
     def interrupted(self, *, id: str | None = None) -> AssistantMessage:
@@ -127,10 +129,33 @@ class BlockAssembler:
         return self._build(content, id)
 
     def _build(self, content: list[Text | Reasoning | ToolCall], id: str | None) -> AssistantMessage:
-        if id is None:
-            return AssistantMessage(tuple(content), self.provider, self.model)
-        return AssistantMessage(tuple(content), self.provider, self.model, id)
+        provider, model = self.provider, self.model
+        if (
+            (provider is None or provider.__class__ is str)
+            and (model is None or model.__class__ is str)
+            and (id is None or id.__class__ is str)
+        ):  # the blocks are this assembler's own: only these need checking (once per step)
+            return AssistantMessage.trusted(tuple(content), provider, model, new_id() if id is None else id)
+        return AssistantMessage(tuple(content), provider, model, new_id() if id is None else id)  # raises
 
     def __repr__(self) -> str:
         reason = None if self._finish is None else self._finish.reason
         return f"<BlockAssembler {len(self._blocks)} blocks, finish={reason!r}>"
+
+
+(_set_text,) = slot_setters(Text)
+_set_call_id, _set_call_name, _set_call_arguments = slot_setters(ToolCall)
+
+
+def _text(text: str) -> Text:
+    block: Text = new_instance(Text)
+    _set_text(block, text)
+    return block
+
+
+def _tool_call(call_id: str, name: str, arguments: str) -> ToolCall:
+    block: ToolCall = new_instance(ToolCall)
+    _set_call_id(block, call_id)
+    _set_call_name(block, name)
+    _set_call_arguments(block, arguments)
+    return block

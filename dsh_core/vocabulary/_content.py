@@ -335,6 +335,19 @@ class AssistantMessage:
     model: str | None = attrs.field(default=None, validator=validate_optional_str)
     id: str = attrs.field(factory=new_id, validator=validate_str)
 
+    @classmethod
+    def trusted(
+        cls, content: tuple[Text | Reasoning | ToolCall, ...], provider: str | None, model: str | None, id: str
+    ) -> AssistantMessage:
+        """A message from values already checked (a ``BlockAssembler``: the blocks it built, its
+        provider and model), without the converter and validators (once per step)."""
+        message = new_instance(cls)
+        _set_reply_content(message, content)
+        _set_reply_provider(message, provider)
+        _set_reply_model(message, model)
+        _set_reply_id(message, id)
+        return message
+
     @property
     def text(self) -> str:
         """The text blocks, joined (reasoning excluded)."""
@@ -391,6 +404,7 @@ class ToolResultMessage:
         return value
 
 
+_set_reply_content, _set_reply_provider, _set_reply_model, _set_reply_id = slot_setters(AssistantMessage)
 _set_result_call_id, _set_result_content, _set_result_is_error, _set_result_id = slot_setters(ToolResultMessage)
 
 Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage
