@@ -208,3 +208,30 @@ def test_usage_and_chunks_keep_their_tags() -> None:
     """Chunks read through the union and write their tag first."""
     assert next(iter(Usage(1, 2).to_json())) == "type"
     assert TextDelta.from_json({"type": "text-delta", "index": 0, "text": "a"}) == TextDelta(0, "a")
+
+
+@attrs.frozen
+class _Step:
+    step: int
+
+
+def _say_step(value: object, path: str) -> int:
+    raise VocabularyError(f"{path}: not a step: {value!r}", field=path)
+
+
+_STEP = ObjectCodec(_Step, fields={"step": json_field(minimum=1, refuse=_say_step)})
+
+
+def test_refuse_words_the_error_of_a_field_checked_inline() -> None:
+    """refuse= is called only for a value the type refuses; one it takes passes as is."""
+    assert _STEP.read({"step": 3}, "data") == _Step(3)
+    for wrong in (0, True, "1", None):
+        with pytest.raises(VocabularyError, match=r"^data.step: not a step: "):
+            _STEP.read({"step": wrong}, "data")
+    with pytest.raises(TypeError, match="refuse= is for a str, bool, int or Literal field"):
+        ObjectCodec(_Weight, fields={"kilos": json_field(refuse=_say_step)})
+
+
+@attrs.frozen
+class _Weight:
+    kilos: float

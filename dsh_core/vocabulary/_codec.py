@@ -76,6 +76,7 @@ class _FieldOptions:
     read: Reader | None = None
     required: bool = False
     expected: str | None = None
+    refuse: Reader | None = None
 
 
 def json_field(
@@ -85,6 +86,7 @@ def json_field(
     read: Reader | None = None,
     required: bool = False,
     expected: str | None = None,
+    refuse: Reader | None = None,
 ) -> dict[str, Any]:
     """Field options for the codec: ``attrs.field(metadata=json_field(omit_default=True))``, or in
     ``ObjectCodec(cls, fields={"name": json_field(...)})``.
@@ -95,8 +97,11 @@ def json_field(
         of classes, such as any message or any chunk; of a tuple's items, for a tuple).
     :param required: the key must be present although the class has a default (a message's ``id``).
     :param expected: what the JSON should be, for messages (``"an array of blocks"``).
+    :param refuse: for a str, bool, int or ``Literal`` field, a reader called only for a value its
+        type (and ``minimum``) refuses, to say what is wrong in words of its own; a value the type
+        takes passes as is, checked inline.
     """
-    options = _FieldOptions(omit_default, minimum, read, required, expected)
+    options = _FieldOptions(omit_default, minimum, read, required, expected, refuse)
     return {_META: options}
 
 
@@ -332,6 +337,12 @@ def _codec_for(tp: Any, options: _FieldOptions, owner: str) -> _Chosen:
         return _class_pair(tp), options.read or _class_reader(tp), None
     if options.read is not None:
         return (None, None), options.read, None
+    if options.refuse is not None:
+        _, _, check = _codec_for(tp, attrs.evolve(options, refuse=None), owner)
+        if check is None:
+            msg = f"{owner}: refuse= is for a str, bool, int or Literal field, got {tp!r}"
+            raise TypeError(msg)
+        return (None, None), options.refuse, check
     if tp is str:
         return (None, None), _read_str, _STR
     if tp is bool:
@@ -553,7 +564,7 @@ class ObjectCodec:
                 namespace[f"_c{index}"] = check.constant
                 use = [
                     f"if {check.test.format(v=value, c=f'_c{index}')}:",
-                    f"    _r{index}({value}, field + {'.' + codec.key!r})",
+                    f"    {value} = _r{index}({value}, field + {'.' + codec.key!r})",
                 ]
             if required[index]:
                 lines.append(f"    {value} = get({codec.key!r})")
