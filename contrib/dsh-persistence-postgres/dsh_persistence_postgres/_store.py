@@ -171,7 +171,7 @@ class PostgresSessionStore:
         """Read, check every event as ``session.append`` would, and compute the crash repair."""
         stored = self._db.read(session_id)
         meta = SessionMeta.from_json(stored.meta, field="meta")
-        check_events(session_id, meta, stored.events)
+        checked = check_events(session_id, meta, stored.events)
         try:
             repaired = tuple(repair_events(stored.events))
         except StoredLogError as exc:
@@ -184,6 +184,7 @@ class PostgresSessionStore:
             created=stored.created,
             repaired=repaired,
             epoch=epoch,
+            checked=checked,
         )
 
     async def repair(self, session_id: str) -> RepairReport:
