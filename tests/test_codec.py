@@ -235,3 +235,23 @@ def test_refuse_words_the_error_of_a_field_checked_inline() -> None:
 @attrs.frozen
 class _Weight:
     kilos: float
+
+
+@attrs.frozen
+class _Note:
+    text: str | None
+    tags: tuple[str, ...] = ()
+
+
+_NOTE = ObjectCodec(_Note)
+
+
+def test_an_unknown_key_is_refused_whatever_else_is_absent() -> None:
+    """Keys are counted, not listed, on the fast path; an unknown one is still named."""
+    assert _NOTE.read({}, "note") == _Note(None)
+    with pytest.raises(VocabularyError, match=r"^note.colour: unknown field; expected only tags, text$"):
+        _NOTE.read({"colour": "red"}, "note")
+    with pytest.raises(VocabularyError, match=r"^note.colour: unknown field"):
+        _NOTE.read({"text": "a", "colour": "red"}, "note")
+    with pytest.raises(VocabularyError, match=r"^message.colour: unknown field"):
+        UserMessage.from_json({**USER.to_json(), "colour": "red"})

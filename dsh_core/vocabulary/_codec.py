@@ -438,6 +438,7 @@ class ObjectCodec:
         pairs: list[_Pair] = []
         checks: list[_Check | None] = []
         required: list[bool] = []
+        nullable: list[bool] = []
         for attribute in attributes:
             options: _FieldOptions = given.get(attribute.name) or attribute.metadata.get(_META, _FieldOptions())
             pair, read, inline = _codec_for(attribute.type, options, f"{cls.__name__}.{attribute.name}")
@@ -453,7 +454,10 @@ class ObjectCodec:
             )
             pairs.append(pair)
             checks.append(inline)
-            required.append(options.required or attribute.default is attrs.NOTHING)
+            must = options.required or attribute.default is attrs.NOTHING
+            # a key that must be there but may hold null reads as null when absent (counted apart)
+            required.append(must and type(None) not in typing.get_args(attribute.type))
+            nullable.append(must and not required[-1])
         self._fields = tuple(codecs)
         self._keys = frozenset([field.key for field in codecs] + ([tag[0]] if tag else []))
         self._paths: dict[str, tuple[str, ...]] = {}
@@ -464,10 +468,10 @@ class ObjectCodec:
         trust = bool(getattr(cls, TRUSTS_READERS, False)) if trusted is None else trusted
         trust = trust and _trustable(cls, skipped)
         #: read and check a JSON object at ``field`` (a path) into an instance
-        self.read: Callable[[object, str], Any] = self._compile_read(checks, required, trusted=trust, tagged=True)
+        self.read: Callable[[object, str], Any] = self._compile_read(checks, required, nullable, trusted=trust, tagged=True)
         #: ``read`` for an object whose tag was already checked (by a ``TaggedUnion``)
         self.read_body: Callable[[object, str], Any] = (
-            self.read if tag is None else self._compile_read(checks, required, trusted=trust, tagged=False)
+            self.read if tag is None else self._compile_read(checks, required, nullable, trusted=trust, tagged=False)
         )
         _CODECS.setdefault(cls, self)
 
@@ -521,7 +525,13 @@ class ObjectCodec:
         return namespace["encode"]
 
     def _compile_read(
-        self, checks: list[_Check | None], required: list[bool], *, trusted: bool, tagged: bool
+        self,
+        checks: list[_Check | None],
+        required: list[bool],
+        nullable: list[bool],
+        *,
+        trusted: bool,
+        tagged: bool,
     ) -> Any:
         """One function reading every field in a line of its own, checking as it goes.
 
@@ -572,12 +582,16 @@ class ObjectCodec:
                 continue
             lines.append(f"    {value} = get({codec.key!r}, _ABSENT)")
             lines.append(f"    if {value} is _ABSENT:")
-            namespace[f"_d{index}"] = codec.default_of
+            namespace[f"_d{index}"] = (lambda: None) if nullable[index] else codec.default_of
             lines.append(f"        {value} = _d{index}()")
             lines.append("    else:")
+            lines.append("        present += 1")
             lines.extend(f"        {line}" for line in use)
-        # after the fields: a missing one is the likelier mistake
-        lines.append("    if not obj.keys() <= _keys:")
+        # After the fields (a missing one is the likelier mistake): an object with as many keys as
+        # were read (the tag and the required ones, plus the optional ones present) has no other.
+        known = sum(required) + (self._tag is not None)
+        lines.insert(lines.index("    get = obj.get") + 1, f"    present = {known}")
+        lines.append("    if len(obj) != present:")
         lines.append("        _check_keys(obj, _keys, field)")
         values = ", ".join(f"a{index}" for index in range(len(self._fields)))
         if self._check is not None:
