@@ -32,6 +32,7 @@ from dsh_core.vocabulary import (
     VocabularyError,
     dumps_json,
     json_field,
+    thaw_json,
 )
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "vocabulary.jsonl"
@@ -255,3 +256,18 @@ def test_an_unknown_key_is_refused_whatever_else_is_absent() -> None:
         _NOTE.read({"text": "a", "colour": "red"}, "note")
     with pytest.raises(VocabularyError, match=r"^message.colour: unknown field"):
         UserMessage.from_json({**USER.to_json(), "colour": "red"})
+
+
+@attrs.frozen
+class _Home:
+    pets: tuple[_Dog | _Cat, ...] = attrs.field(metadata=json_field(read=_PETS.read))
+
+
+def test_a_union_of_classes_without_to_json_is_encoded_by_their_codecs() -> None:
+    """Members that have only a codec (no to_json of their own) are encoded by it, frozen or plain."""
+    codec = ObjectCodec(_Home)
+    home = _Home((_Dog("rex"), _Cat(9)))
+    as_json = {"pets": [{"pet": "dog", "tricks": [], "name": "rex"}, {"pet": "cat", "lives": 9, "owner": None}]}
+    assert codec.encode_plain(home) == as_json
+    assert thaw_json(codec.encode(home)) == as_json
+    assert codec.read(as_json, "home") == home

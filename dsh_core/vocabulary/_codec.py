@@ -227,7 +227,8 @@ def _class_reader(cls: type) -> Reader:
 @attrs.frozen
 class _Check:
     """A test compiled into a reader: true when the JSON value is *not* already the field's value
-    (then the field's reader runs, and raises). ``{v}`` is the value, ``{c}`` the constant."""
+    (then the field's reader runs: it raises, or gives the value). ``{v}`` is the value, ``{c}``
+    the constant."""
 
     test: str
     constant: Any = None
@@ -283,8 +284,18 @@ def _class_pair(cls: type) -> _Pair:
 def _union_pair(members: list[type]) -> _Pair:
     encoders = {member: _class_encoders(member) for member in members}
     frozen = {member: pair[0] for member, pair in encoders.items()}
-    # Plain: each member's own to_json (the same JSON; a method call costs less than a lookup by class).
-    return _Enc("{c}[{v}.__class__]({v})", frozen), _Enc("{v}.to_json()")
+    if all(_to_json_is_plain(member) for member in members):
+        # each member's own to_json (the same JSON; a method call costs less than a lookup by class)
+        return _Enc("{c}[{v}.__class__]({v})", frozen), _Enc("{v}.to_json()")
+    plain = {member: pair[1] for member, pair in encoders.items()}
+    return _Enc("{c}[{v}.__class__]({v})", frozen), _Enc("{c}[{v}.__class__]({v})", plain)
+
+
+def _to_json_is_plain(cls: type) -> bool:
+    """Whether ``cls.to_json`` is its codec's plain encoder (installed), or it has no codec."""
+    method = getattr(cls, "to_json", None)
+    codec = _CODECS.get(cls)
+    return method is not None and (codec is None or method is codec.encode_plain)
 
 
 def _tuple_pair(pair: _Pair) -> _Pair:
