@@ -32,6 +32,7 @@ from dsh_core.vocabulary import (
     VocabularyError,
     dumps_json,
     json_field,
+    thaw_json,
 )
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "vocabulary.jsonl"
@@ -208,3 +209,65 @@ def test_usage_and_chunks_keep_their_tags() -> None:
     """Chunks read through the union and write their tag first."""
     assert next(iter(Usage(1, 2).to_json())) == "type"
     assert TextDelta.from_json({"type": "text-delta", "index": 0, "text": "a"}) == TextDelta(0, "a")
+
+
+@attrs.frozen
+class _Step:
+    step: int
+
+
+def _say_step(value: object, path: str) -> int:
+    raise VocabularyError(f"{path}: not a step: {value!r}", field=path)
+
+
+_STEP = ObjectCodec(_Step, fields={"step": json_field(minimum=1, refuse=_say_step)})
+
+
+def test_refuse_words_the_error_of_a_field_checked_inline() -> None:
+    """refuse= is called only for a value the type refuses; one it takes passes as is."""
+    assert _STEP.read({"step": 3}, "data") == _Step(3)
+    for wrong in (0, True, "1", None):
+        with pytest.raises(VocabularyError, match=r"^data.step: not a step: "):
+            _STEP.read({"step": wrong}, "data")
+    with pytest.raises(TypeError, match="refuse= is for a str, bool, int or Literal field"):
+        ObjectCodec(_Weight, fields={"kilos": json_field(refuse=_say_step)})
+
+
+@attrs.frozen
+class _Weight:
+    kilos: float
+
+
+@attrs.frozen
+class _Note:
+    text: str | None
+    tags: tuple[str, ...] = ()
+
+
+_NOTE = ObjectCodec(_Note)
+
+
+def test_an_unknown_key_is_refused_whatever_else_is_absent() -> None:
+    """Keys are counted, not listed, on the fast path; an unknown one is still named."""
+    assert _NOTE.read({}, "note") == _Note(None)
+    with pytest.raises(VocabularyError, match=r"^note.colour: unknown field; expected only tags, text$"):
+        _NOTE.read({"colour": "red"}, "note")
+    with pytest.raises(VocabularyError, match=r"^note.colour: unknown field"):
+        _NOTE.read({"text": "a", "colour": "red"}, "note")
+    with pytest.raises(VocabularyError, match=r"^message.colour: unknown field"):
+        UserMessage.from_json({**USER.to_json(), "colour": "red"})
+
+
+@attrs.frozen
+class _Home:
+    pets: tuple[_Dog | _Cat, ...] = attrs.field(metadata=json_field(read=_PETS.read))
+
+
+def test_a_union_of_classes_without_to_json_is_encoded_by_their_codecs() -> None:
+    """Members that have only a codec (no to_json of their own) are encoded by it, frozen or plain."""
+    codec = ObjectCodec(_Home)
+    home = _Home((_Dog("rex"), _Cat(9)))
+    as_json = {"pets": [{"pet": "dog", "tricks": [], "name": "rex"}, {"pet": "cat", "lives": 9, "owner": None}]}
+    assert codec.encode_plain(home) == as_json
+    assert thaw_json(codec.encode(home)) == as_json
+    assert codec.read(as_json, "home") == home

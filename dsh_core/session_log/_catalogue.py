@@ -218,10 +218,10 @@ def _counter(what: str) -> Any:
     return read
 
 
-_TURN: Final = json_field(read=_counter("turn"))
-_STEP: Final = json_field(read=_counter("step"))
-_OPTIONAL_TURN: Final = json_field(omit_default=True, read=_counter("turn"))
-_OPTIONAL_STEP: Final = json_field(omit_default=True, read=_counter("step"))
+_TURN: Final = json_field(minimum=1, refuse=_counter("turn"))
+_STEP: Final = json_field(minimum=1, refuse=_counter("step"))
+_OPTIONAL_TURN: Final = json_field(omit_default=True, minimum=1, refuse=_counter("turn"))
+_OPTIONAL_STEP: Final = json_field(omit_default=True, minimum=1, refuse=_counter("step"))
 
 
 _any_message: Final = message_reader()

@@ -159,7 +159,6 @@ _EVENT_JSON: Final = ObjectCodec(
 _EVENT_JSON.install_to_json()
 
 
-
 _new_event = object.__new__
 _set_type = SessionEvent.type.__set__  # type: ignore[attr-defined]  # slot descriptors
 _set_seq = SessionEvent.seq.__set__  # type: ignore[attr-defined]

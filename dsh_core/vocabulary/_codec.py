@@ -76,6 +76,7 @@ class _FieldOptions:
     read: Reader | None = None
     required: bool = False
     expected: str | None = None
+    refuse: Reader | None = None
 
 
 def json_field(
@@ -85,6 +86,7 @@ def json_field(
     read: Reader | None = None,
     required: bool = False,
     expected: str | None = None,
+    refuse: Reader | None = None,
 ) -> dict[str, Any]:
     """Field options for the codec: ``attrs.field(metadata=json_field(omit_default=True))``, or in
     ``ObjectCodec(cls, fields={"name": json_field(...)})``.
@@ -95,8 +97,11 @@ def json_field(
         of classes, such as any message or any chunk; of a tuple's items, for a tuple).
     :param required: the key must be present although the class has a default (a message's ``id``).
     :param expected: what the JSON should be, for messages (``"an array of blocks"``).
+    :param refuse: for a str, bool, int or ``Literal`` field, a reader called only for a value its
+        type (and ``minimum``) refuses, to say what is wrong in words of its own; a value the type
+        takes passes as is, checked inline.
     """
-    options = _FieldOptions(omit_default, minimum, read, required, expected)
+    options = _FieldOptions(omit_default, minimum, read, required, expected, refuse)
     return {_META: options}
 
 
@@ -222,7 +227,8 @@ def _class_reader(cls: type) -> Reader:
 @attrs.frozen
 class _Check:
     """A test compiled into a reader: true when the JSON value is *not* already the field's value
-    (then the field's reader runs, and raises). ``{v}`` is the value, ``{c}`` the constant."""
+    (then the field's reader runs: it raises, or gives the value). ``{v}`` is the value, ``{c}``
+    the constant."""
 
     test: str
     constant: Any = None
@@ -278,8 +284,18 @@ def _class_pair(cls: type) -> _Pair:
 def _union_pair(members: list[type]) -> _Pair:
     encoders = {member: _class_encoders(member) for member in members}
     frozen = {member: pair[0] for member, pair in encoders.items()}
-    # Plain: each member's own to_json (the same JSON; a method call costs less than a lookup by class).
-    return _Enc("{c}[{v}.__class__]({v})", frozen), _Enc("{v}.to_json()")
+    if all(_to_json_is_plain(member) for member in members):
+        # each member's own to_json (the same JSON; a method call costs less than a lookup by class)
+        return _Enc("{c}[{v}.__class__]({v})", frozen), _Enc("{v}.to_json()")
+    plain = {member: pair[1] for member, pair in encoders.items()}
+    return _Enc("{c}[{v}.__class__]({v})", frozen), _Enc("{c}[{v}.__class__]({v})", plain)
+
+
+def _to_json_is_plain(cls: type) -> bool:
+    """Whether ``cls.to_json`` is its codec's plain encoder (installed), or it has no codec."""
+    method = getattr(cls, "to_json", None)
+    codec = _CODECS.get(cls)
+    return method is not None and (codec is None or method is codec.encode_plain)
 
 
 def _tuple_pair(pair: _Pair) -> _Pair:
@@ -332,6 +348,12 @@ def _codec_for(tp: Any, options: _FieldOptions, owner: str) -> _Chosen:
         return _class_pair(tp), options.read or _class_reader(tp), None
     if options.read is not None:
         return (None, None), options.read, None
+    if options.refuse is not None:
+        _, _, check = _codec_for(tp, attrs.evolve(options, refuse=None), owner)
+        if check is None:
+            msg = f"{owner}: refuse= is for a str, bool, int or Literal field, got {tp!r}"
+            raise TypeError(msg)
+        return (None, None), options.refuse, check
     if tp is str:
         return (None, None), _read_str, _STR
     if tp is bool:
@@ -427,6 +449,7 @@ class ObjectCodec:
         pairs: list[_Pair] = []
         checks: list[_Check | None] = []
         required: list[bool] = []
+        nullable: list[bool] = []
         for attribute in attributes:
             options: _FieldOptions = given.get(attribute.name) or attribute.metadata.get(_META, _FieldOptions())
             pair, read, inline = _codec_for(attribute.type, options, f"{cls.__name__}.{attribute.name}")
@@ -442,7 +465,10 @@ class ObjectCodec:
             )
             pairs.append(pair)
             checks.append(inline)
-            required.append(options.required or attribute.default is attrs.NOTHING)
+            must = options.required or attribute.default is attrs.NOTHING
+            # a key that must be there but may hold null reads as null when absent (counted apart)
+            required.append(must and type(None) not in typing.get_args(attribute.type))
+            nullable.append(must and not required[-1])
         self._fields = tuple(codecs)
         self._keys = frozenset([field.key for field in codecs] + ([tag[0]] if tag else []))
         self._paths: dict[str, tuple[str, ...]] = {}
@@ -453,10 +479,10 @@ class ObjectCodec:
         trust = bool(getattr(cls, TRUSTS_READERS, False)) if trusted is None else trusted
         trust = trust and _trustable(cls, skipped)
         #: read and check a JSON object at ``field`` (a path) into an instance
-        self.read: Callable[[object, str], Any] = self._compile_read(checks, required, trusted=trust, tagged=True)
+        self.read: Callable[[object, str], Any] = self._compile_read(checks, required, nullable, trusted=trust, tagged=True)
         #: ``read`` for an object whose tag was already checked (by a ``TaggedUnion``)
         self.read_body: Callable[[object, str], Any] = (
-            self.read if tag is None else self._compile_read(checks, required, trusted=trust, tagged=False)
+            self.read if tag is None else self._compile_read(checks, required, nullable, trusted=trust, tagged=False)
         )
         _CODECS.setdefault(cls, self)
 
@@ -510,7 +536,13 @@ class ObjectCodec:
         return namespace["encode"]
 
     def _compile_read(
-        self, checks: list[_Check | None], required: list[bool], *, trusted: bool, tagged: bool
+        self,
+        checks: list[_Check | None],
+        required: list[bool],
+        nullable: list[bool],
+        *,
+        trusted: bool,
+        tagged: bool,
     ) -> Any:
         """One function reading every field in a line of its own, checking as it goes.
 
@@ -553,7 +585,7 @@ class ObjectCodec:
                 namespace[f"_c{index}"] = check.constant
                 use = [
                     f"if {check.test.format(v=value, c=f'_c{index}')}:",
-                    f"    _r{index}({value}, field + {'.' + codec.key!r})",
+                    f"    {value} = _r{index}({value}, field + {'.' + codec.key!r})",
                 ]
             if required[index]:
                 lines.append(f"    {value} = get({codec.key!r})")
@@ -561,12 +593,16 @@ class ObjectCodec:
                 continue
             lines.append(f"    {value} = get({codec.key!r}, _ABSENT)")
             lines.append(f"    if {value} is _ABSENT:")
-            namespace[f"_d{index}"] = codec.default_of
+            namespace[f"_d{index}"] = (lambda: None) if nullable[index] else codec.default_of
             lines.append(f"        {value} = _d{index}()")
             lines.append("    else:")
+            lines.append("        present += 1")
             lines.extend(f"        {line}" for line in use)
-        # after the fields: a missing one is the likelier mistake
-        lines.append("    if not obj.keys() <= _keys:")
+        # After the fields (a missing one is the likelier mistake): an object with as many keys as
+        # were read (the tag and the required ones, plus the optional ones present) has no other.
+        known = sum(required) + (self._tag is not None)
+        lines.insert(lines.index("    get = obj.get") + 1, f"    present = {known}")
+        lines.append("    if len(obj) != present:")
         lines.append("        _check_keys(obj, _keys, field)")
         values = ", ".join(f"a{index}" for index in range(len(self._fields)))
         if self._check is not None:

@@ -166,6 +166,8 @@ _REASONING_JSON: Final = ObjectCodec(Reasoning, tag=("type", "reasoning"), trust
 _TOOL_CALL_JSON: Final = ObjectCodec(ToolCall, tag=("type", "tool-call"), trusted=True)
 _IMAGE_JSON: Final = ObjectCodec(Image, tag=("type", "image"), trusted=True)
 _BLOCKS: Final = TaggedUnion("type", "block type", (Text, Reasoning, ToolCall, Image))
+for _codec in (_TEXT_JSON, _REASONING_JSON, _TOOL_CALL_JSON, _IMAGE_JSON):
+    _codec.install_to_json()  # before the messages' codecs, whose content calls block.to_json()
 
 
 def block_from_json(data: Mapping[str, Any], *, field: str = "block") -> ContentBlock:
@@ -450,7 +452,7 @@ _TOOL_RESULT_JSON: Final = ObjectCodec(
     trusted=True,
 )
 _MESSAGES: Final = TaggedUnion("role", "role", (UserMessage, AssistantMessage, ToolResultMessage))
-for _codec in (_TEXT_JSON, _REASONING_JSON, _TOOL_CALL_JSON, _IMAGE_JSON, _USER_JSON, _ASSISTANT_JSON, _TOOL_RESULT_JSON):
+for _codec in (_USER_JSON, _ASSISTANT_JSON, _TOOL_RESULT_JSON):
     _codec.install_to_json()
 
 
