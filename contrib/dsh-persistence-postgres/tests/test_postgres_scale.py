@@ -154,3 +154,66 @@ async def test_window_commits_skip_the_disk_wait_and_flush_waits_for_them(
         assert calls[-1] == "durable"
     rows = db.query("SELECT type FROM {s}.dsh_events WHERE session_id = 'relaxed' ORDER BY seq")
     assert rows == [("note/window",), ("note/flushed",), ("inbox/queued",)]
+
+
+async def test_urgent_records_are_committed_by_the_stores_threads_which_end_with_it(
+    harness: HarnessFactory, db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An inbox record is committed by a thread the store owns, not by a task of the event loop (so a busy
+    loop cannot hold it back, §9.1); stopping the plugin joins those threads."""
+    committers: list[str] = []
+    committed = threading.Event()
+    real_append = StoreDatabase.append
+
+    def append(self: StoreDatabase, *args: object, **kwargs: object) -> bool:
+        result = real_append(self, *args, **kwargs)  # type: ignore[arg-type]
+        committers.append(threading.current_thread().name)
+        committed.set()
+        return result
+
+    monkeypatch.setattr(StoreDatabase, "append", append)
+    prompt = UserMessage(content=(Text("keep me"),))
+    async with harness(batch_delay=3600) as ctx:
+        session = await ctx.sessions.create("threads")
+        session.append("inbox/queued", {"id": "q1", "kind": "send", "message": prompt.to_json()})
+        assert await anyio.to_thread.run_sync(committed.wait, 10)
+        assert committers == [committers[0]]
+        assert committers[0].startswith("dsh-persistence-postgres-urgent")
+        urgent = [thread for thread in threading.enumerate() if thread.name == committers[0]]
+        assert len(urgent) == 1
+    assert not urgent[0].is_alive()
+    assert db.query("SELECT type FROM {s}.dsh_events WHERE session_id = 'threads' ORDER BY seq") == [("inbox/queued",)]
+
+
+async def test_an_urgent_commit_never_overtakes_a_window_commit_under_way(
+    harness: HarnessFactory, db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a batch window's commit is under way, an urgent record published meanwhile waits for it, then
+    is committed on its own (durably), after it: a session's commits never overlap or reorder."""
+    calls: list[tuple[str, int, int]] = []
+    entered, release, second = threading.Event(), threading.Event(), threading.Event()
+    real_append = StoreDatabase.append
+
+    def append(self: StoreDatabase, session_id: str, epoch: int, first: int, events: list[object], **kwargs: object) -> bool:
+        if not entered.is_set():
+            entered.set()
+            assert release.wait(10)
+        result = real_append(self, session_id, epoch, first, events, **kwargs)  # type: ignore[arg-type]
+        calls.append(("durable" if kwargs.get("durable", True) else "relaxed", first, len(events)))
+        if len(calls) == 2:
+            second.set()
+        return result
+
+    prompt = UserMessage(content=(Text("keep me"),))
+    async with harness(batch_delay=0.01) as ctx:
+        session = await ctx.sessions.create("ordered")
+        await ctx.sessions.flush(session)
+        monkeypatch.setattr(StoreDatabase, "append", append)
+        session.append("note/window", {})
+        assert await anyio.to_thread.run_sync(entered.wait, 10)  # the window's commit is under way
+        session.append("inbox/queued", {"id": "q1", "kind": "send", "message": prompt.to_json()})
+        release.set()
+        assert await anyio.to_thread.run_sync(second.wait, 10)
+        assert calls == [("relaxed", 0, 1), ("durable", 1, 1)]
+    rows = db.query("SELECT seq, type FROM {s}.dsh_events WHERE session_id = 'ordered' ORDER BY seq")
+    assert rows == [(0, "note/window"), (1, "inbox/queued")]
