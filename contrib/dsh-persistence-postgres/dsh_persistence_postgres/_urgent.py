@@ -34,8 +34,9 @@ class UrgentWriter:
     def submit(self, journal: Journal) -> None:
         """Commit ``journal`` durably now, off the event loop (from the listener: cheap, never blocks).
 
-        A journal already queued is not queued twice: its commit has not started, so it will take
-        the record just published too (``_write`` clears ``queued`` before it takes the batch).
+        A journal already queued is not queued twice: its commit has not taken the journal's mutex
+        yet, so it will take the record just published too (it clears ``queued`` once it holds the
+        mutex, before it takes the batch). So a busy session occupies at most two threads.
         """
         if journal.queued or self._stopped:
             return
@@ -44,9 +45,8 @@ class UrgentWriter:
 
     @staticmethod
     def _write(journal: Journal) -> None:
-        journal.queued = False
         try:
-            journal.commit(durable=True)
+            journal.commit(durable=True, dequeue=True)
         except Exception:  # a bug: keep the thread, say so; the events stay pending for the next flush
             logger.exception("session %r: the urgent commit failed unexpectedly", journal.session_id)
 

@@ -109,7 +109,7 @@ class Journal:
         self.io = anyio.Lock()
         #: held by every commit, whatever thread makes it: commits never overlap or overtake
         self.mutex = threading.Lock()
-        #: handed to the ``UrgentWriter``, which has not started its commit yet
+        #: handed to the ``UrgentWriter``, whose commit has not taken the mutex yet
         self.queued = False
 
     @property
@@ -126,7 +126,7 @@ class Journal:
             self.pending[:0] = snapshot[claim.count :]
             self.epoch = claim.epoch
 
-    def commit(self, *, durable: bool, final: bool = False) -> None:
+    def commit(self, *, durable: bool, final: bool = False, dequeue: bool = False) -> None:
         """Commit every pending event. Blocking (a worker thread or the urgent writer's); never raises:
         failures are recorded.
 
@@ -138,8 +138,12 @@ class Journal:
         a close, or a batch holding an urgent event). A batch window's commit is not durable: it
         does not wait for the WAL's fsync; the next durable commit, or a ``sync_point`` when
         nothing is pending, covers it. ``final``: the close's commit; nothing is written after it.
+        ``dequeue``: the ``UrgentWriter``'s commit; once it holds the mutex, an urgent event published
+        from then on queues the journal again (one thread commits, at most one more waits for it).
         """
         with self.mutex:
+            if dequeue:
+                self.queued = False
             if self.closed:
                 return
             self.closed = final
