@@ -1,19 +1,29 @@
-"""Many sessions at once, a server connection that drops, and the §9.1 inbox write that skips the window."""
+"""Many sessions at once, a server connection that drops, a server that stops, and the §9.1 inbox write that
+skips the window (committed by the store's own threads)."""
 
 from __future__ import annotations
 
+import os
+import pwd
+import re
+import subprocess
 import threading
+from typing import Any
 
 import anyio
 import anyio.to_thread
 import pytest
-from dsh_persistence_postgres import SessionWriteError
+from dsh_persistence_postgres import PersistencePlugin, SessionWriteError
 from dsh_persistence_postgres._database import Database as StoreDatabase
+from dsh_persistence_postgres.testing import PostgresServer, find_bindir, temporary_postgres
 
-from dsh_core import AgentOptions, Text, UserMessage
+from dsh_core import AgentOptions, Harness, Text, UserMessage
 from dsh_core.testing import ScriptedModel
 
 from .postgres_kit import Database, HarnessFactory
+
+#: the name of every thread of the urgent writer starts with this
+URGENT_THREADS = "dsh-persistence-postgres-urgent"
 
 pytestmark = pytest.mark.anyio
 
@@ -178,7 +188,7 @@ async def test_urgent_records_are_committed_by_the_stores_threads_which_end_with
         session.append("inbox/queued", {"id": "q1", "kind": "send", "message": prompt.to_json()})
         assert await anyio.to_thread.run_sync(committed.wait, 10)
         assert committers == [committers[0]]
-        assert committers[0].startswith("dsh-persistence-postgres-urgent")
+        assert committers[0].startswith(URGENT_THREADS)
         urgent = [thread for thread in threading.enumerate() if thread.name == committers[0]]
         assert len(urgent) == 1
     assert not urgent[0].is_alive()
@@ -217,3 +227,32 @@ async def test_an_urgent_commit_never_overtakes_a_window_commit_under_way(
         assert calls == [("relaxed", 0, 1), ("durable", 1, 1)]
     rows = db.query("SELECT seq, type FROM {s}.dsh_events WHERE session_id = 'ordered' ORDER BY seq")
     assert rows == [(0, "note/window"), (1, "inbox/queued")]
+
+
+def stop_server(server: PostgresServer) -> None:
+    """Stop ``server`` at once (``pg_ctl stop -m immediate``, as the cluster's owner), waiting for it to end."""
+    owner = pwd.getpwuid(server.data_dir.stat().st_uid)
+    as_owner: dict[str, Any] = {"user": owner.pw_uid, "group": owner.pw_gid, "extra_groups": []} if os.geteuid() == 0 else {}
+    command = [str(find_bindir() / "pg_ctl"), "stop", "-D", str(server.data_dir), "-m", "immediate", "-w", "-t", "60"]
+    subprocess.run(command, capture_output=True, check=True, **as_owner)
+
+
+async def test_with_the_server_gone_stopping_returns_and_leaves_no_thread(caplog: pytest.LogCaptureFixture) -> None:
+    """The server stops for good while the urgent commit of a send is under way: stopping the plugin still
+    returns (each statement gives up after the connect timeout), says what was not stored, and joins the
+    urgent writer's threads."""
+    with temporary_postgres() as server:
+        config = {"plugins": {"persistence-postgres": {"dsn": server.dsn, "batch_delay": 3600}}}
+        with anyio.fail_after(60):
+            async with Harness(config=config, plugins=[PersistencePlugin()], autoload=False) as ctx:
+                ctx.llm.register_adapter("scripted", ScriptedModel())
+                handle = await ctx.agents.create("gone", agent_options=AgentOptions(model="scripted/x"))
+                agent = handle.agent
+                agent.send("first")
+                await ctx.sessions.flush(agent.session)  # committed by the urgent writer's thread
+                urgent = [thread for thread in threading.enumerate() if thread.name.startswith(URGENT_THREADS)]
+                assert urgent
+                await anyio.to_thread.run_sync(stop_server, server)
+                agent.send("second")  # its commit waits for a connection that never comes
+    assert [thread for thread in urgent if thread.is_alive()] == []
+    assert any(re.match(r"session 'gone': closing with \d+ events not stored", r.getMessage()) for r in caplog.records)
