@@ -123,6 +123,12 @@ def test_a_message_id_is_required_in_json() -> None:
         AssistantMessage.from_json(message)
 
 
+def test_a_retry_says_its_delay() -> None:
+    """A retry decision's JSON must carry its delay, as before the codec."""
+    with pytest.raises(VocabularyError, match=r"^decision.delay: missing$"):
+        Retry.from_json({"kind": "retry"})
+
+
 def test_a_bad_item_is_named_by_its_index() -> None:
     """An item of an array is named by its index, though paths are built only for an error."""
     data = {"kind": "allow", "additional_context": ["a", "b", 3]}

@@ -266,7 +266,7 @@ _ACCEPT_JSON: Final = ObjectCodec(
     },
 )
 _REJECT_JSON: Final = ObjectCodec(Reject, tag=("kind", "reject"))
-_RETRY_JSON: Final = ObjectCodec(Retry, tag=("kind", "retry"), fields={"delay": json_field(minimum=0.0)})
+_RETRY_JSON: Final = ObjectCodec(Retry, tag=("kind", "retry"), fields={"delay": json_field(minimum=0.0, required=True)})
 _CONTINUATION_JSON: Final = ObjectCodec(ContinuationDecision, tag=("kind", "continuation"))
 _STOP_JSON: Final = ObjectCodec(ContinuationStop, tag=("kind", "continuation-stop"))
 _DECISIONS: Final = TaggedUnion(
