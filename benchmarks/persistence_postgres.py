@@ -1,7 +1,8 @@
 """What a shared database costs: persistence-postgres against persistence-jsonl and the in-memory harness.
 
 Prints, from one run on one machine: the loop's cost per text step (turns of 100 steps) in memory,
-with JSONL and with PostgreSQL, as ratios to in-memory (budget: PostgreSQL <= x1.5); the resume
+with JSONL and with PostgreSQL, as ratios to in-memory (budget: PostgreSQL <= x1.5, on the wall
+clock, since a turn waits for its flush; this process's CPU time beside it); the resume
 of a 100k-event session with each backend (budget: PostgreSQL <= 2x JSONL); and, for the choice
 of driver, one fenced 10-event append through psycopg's sync API from a worker thread
 (``anyio.to_thread``, what the plugin does: it works on asyncio and trio) against psycopg's
@@ -61,9 +62,10 @@ def harness(backend: Backend, *plugins: object) -> Harness:
     return Harness(config=config, plugins=[*mine, *plugins], autoload=False)
 
 
-async def one_agent_steps(backend: Backend, session_id: str, steps: int, turns: int) -> float:
-    """Seconds per text step of one agent: ``turns`` turns of ``steps`` steps after a warm-up turn
-    (the turn-end flush is shared by the turn's steps, as in real use); GC paused while timing."""
+async def one_agent_steps(backend: Backend, session_id: str, steps: int, turns: int) -> tuple[float, float]:
+    """Seconds per text step of one agent, wall clock and this process's CPU time: ``turns`` turns of
+    ``steps`` steps after a warm-up turn (the turn-end flush is shared by the turn's steps, as in real
+    use); GC paused while timing. The budget is on the wall clock: a turn waits for its flush."""
     model = ScriptedModel()
     async with harness(backend, KeepGoing(steps)) as ctx:
         ctx.llm.register_adapter("scripted", model)
@@ -71,20 +73,23 @@ async def one_agent_steps(backend: Backend, session_id: str, steps: int, turns: 
             model.add(*([ScriptedModel.text("answer")] * steps * (turns + 1)))
             await handle.agent.run("warm up")  # the first turn pays for creating the log
             gc.disable()
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             for _ in range(turns):
                 await handle.agent.run("go")
-            elapsed = time.perf_counter() - start
+            elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
             gc.enable()
-    return elapsed / (steps * turns)
+    return elapsed / (steps * turns), cpu / (steps * turns)
 
 
-async def step_costs(backends: dict[str, Backend], steps: int = 100, turns: int = 10) -> dict[str, float]:
-    """Per backend, the best of 5 agents' cost per text step, the backends measured in turn."""
-    best = dict.fromkeys(backends, float("inf"))
+async def step_costs(
+    backends: dict[str, Backend], steps: int = 100, turns: int = 10
+) -> dict[str, tuple[float, float]]:
+    """Per backend, the best of 5 agents' (wall, CPU) cost per text step, the backends measured in turn."""
+    best = dict.fromkeys(backends, (float("inf"), float("inf")))
     for repeat in range(5):
         for name, backend in backends.items():
-            best[name] = min(best[name], await one_agent_steps(backend, f"steps-{repeat}", steps, turns))
+            wall, cpu = await one_agent_steps(backend, f"steps-{repeat}", steps, turns)
+            best[name] = (min(best[name][0], wall), min(best[name][1], cpu))
     return best
 
 
@@ -183,15 +188,22 @@ async def main(dsn: str, backend_name: str) -> None:
             return [PostgresPlugin()], {"plugins": {"persistence-postgres": {"dsn": dsn, "schema": schema}}}
 
         costs = await step_costs({"memory": None, "jsonl": jsonl, "postgres": postgres})
-        plain, on_jsonl, on_postgres = costs["memory"], costs["jsonl"], costs["postgres"]
+        (plain, plain_cpu), (on_jsonl, jsonl_cpu), (on_postgres, postgres_cpu) = (
+            costs["memory"],
+            costs["jsonl"],
+            costs["postgres"],
+        )
         resumed = await resume_costs({"jsonl": jsonl, "postgres": postgres}, 100_000)
         jsonl_resume, postgres_resume = resumed["jsonl"], resumed["postgres"]
         threaded, native = await driver_cost(dsn, schema)
-    print(f"text step, in memory                 {plain * 1e6:8.1f} us")
-    print(f"text step, persistence-jsonl         {on_jsonl * 1e6:8.1f} us   x{on_jsonl / plain:.2f}  (turns of 100 steps)")
+    print(f"text step, in memory                 {plain * 1e6:8.1f} us          (this process's CPU {plain_cpu * 1e6:.1f} us)")
+    print(
+        f"text step, persistence-jsonl         {on_jsonl * 1e6:8.1f} us   x{on_jsonl / plain:.2f}  (turns of 100 steps;"
+        f" CPU x{jsonl_cpu / plain_cpu:.2f})"
+    )
     print(
         f"text step, persistence-postgres      {on_postgres * 1e6:8.1f} us   x{on_postgres / plain:.2f}  budget <= x1.50"
-        f"  (x{on_postgres / on_jsonl:.2f} of jsonl)"
+        f"  (x{on_postgres / on_jsonl:.2f} of jsonl; CPU x{postgres_cpu / plain_cpu:.2f})"
     )
     count, load, resume = jsonl_resume
     print(f"resume of {count} events, jsonl     {resume * 1e3:8.1f} ms   (load() alone {load * 1e3:.1f} ms)")
@@ -204,7 +216,10 @@ async def main(dsn: str, backend_name: str) -> None:
     if native is not None:
         line += f"; psycopg AsyncConnection (asyncio only) {native * 1e6:.1f} us"
     print(line)
-    print(f"(server on a Unix socket, fsync on; jsonl in {tempfile.gettempdir()}; {os.uname().sysname}, Python {sys.version.split()[0]})")
+    print(
+        f"(server on a Unix socket, fsync on; jsonl in {tempfile.gettempdir()}; {os.uname().sysname}, Python "
+        f"{sys.version.split()[0]}; load average {os.getloadavg()[0]:.1f})"
+    )
 
 
 if __name__ == "__main__":

@@ -12,6 +12,11 @@ measures the sandbox of another checkout of dsh, e.g. main before the sandbox ch
 core's entry points, first on ``sys.path``; in this same run, and the ratio is printed.
 Give it more than once to compare several checkouts in one run (each round measures them all).
 Budget (issue 14): the confined call no slower than the sandbox before issue 14 (``8d38d42``).
+
+``--bwrap-alone RUNS`` then also times the bwrap process alone (no harness), interleaved: this
+sandbox's command line, the same without the five hidden ``/etc`` paths (an ablation, to show what
+they cost), and ``8d38d42``'s command line (written out below); wall time, and the CPU time of
+bwrap and everything it ran (``wait4``).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import sys
 import tempfile
 import time
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 
 import anyio
@@ -93,12 +99,84 @@ def child_round(mode: str, checkout: Path | None = None, metadata: Path | None =
     return [float(seconds) for seconds in json.loads(done.stdout)]
 
 
+def old_bwrap_argv(bwrap: str, argv: Sequence[str], cwd: str) -> list[str]:
+    """The sandbox before issue 14 (``8d38d42``'s ``bwrap_argv``, workspace-write): the whole root, read-only."""
+    return [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+            "--bind", cwd, cwd, "--unshare-net", "--unshare-pid", "--die-with-parent", "--new-session",
+            "--chdir", cwd, "--", *argv]  # fmt: skip
+
+
+def without_etc_hidden(argv: Sequence[str]) -> list[str]:
+    """``argv`` without the mounts that hide paths below /etc (the ablation)."""
+    out: list[str] = []
+    index = 0
+    while index < len(argv):
+        if argv[index] in ("--ro-bind", "--dir") and index + 2 < len(argv) and argv[index + 2].startswith("/etc/"):
+            index += 3
+            continue
+        out.append(argv[index])
+        index += 1
+    return out
+
+
+def run_bwrap(argv: Sequence[str], pass_fds: Sequence[int], cwd: str) -> tuple[float, float]:
+    """Wall and CPU seconds (bwrap and all it ran) of one run of ``argv``, which must succeed."""
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, pass_fds=pass_fds, start_new_session=True
+    )
+    for fd in pass_fds:
+        os.close(fd)
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    elapsed = time.perf_counter() - start
+    if process.returncode != 0:
+        msg = f"bwrap failed (exit {process.returncode}): {list(argv)}"
+        raise RuntimeError(msg)
+    return elapsed, usage.ru_utime + usage.ru_stime
+
+
+async def bwrap_alone(runs: int) -> dict[str, list[tuple[float, float]]]:
+    """``runs`` interleaved runs of each bwrap command line of ``bwrap true`` (see the module's docstring)."""
+    from dsh_permissions import BwrapSandbox, Confinement
+
+    sandbox = BwrapSandbox("required", "bwrap", lambda agent: "workspace-write")
+    figures: dict[str, list[tuple[float, float]]] = {
+        "bwrap: this sandbox": [], "bwrap: without the /etc hidden paths (ablation)": [], "bwrap: 8d38d42's": [],
+    }  # fmt: skip
+    try:
+        with tempfile.TemporaryDirectory() as workspace:
+            execution = ToolExecution(call_id="c", name="bash", arguments="{}", agent_id="a", cwd=workspace)
+            true = ["/usr/bin/env", "true"]
+            status = await sandbox.status()
+            if not status.available or status.executable is None:
+                msg = f"the sandbox cannot hold here: {status.reason}"
+                raise RuntimeError(msg)
+            for _ in range(runs):
+                for name in figures:
+                    confined = await sandbox.wrap(true, cwd=workspace, execution=execution)
+                    assert isinstance(confined, Confinement)
+                    argv: Sequence[str] = confined.argv
+                    if name.startswith("bwrap: without"):
+                        argv = without_etc_hidden(argv)
+                    elif name == "bwrap: 8d38d42's":
+                        argv = old_bwrap_argv(status.executable, true, workspace)
+                    fds = confined.pass_fds if "--file" in argv else ()
+                    for fd in set(confined.pass_fds) - set(fds):
+                        os.close(fd)
+                    figures[name].append(run_bwrap(argv, fds, workspace))
+    finally:
+        sandbox.close()
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--baseline", type=Path, action="append", default=[], help="a checkout of an older dsh to compare with"
     )
     parser.add_argument("--rounds", type=int, default=ROUNDS, help=f"rounds (default {ROUNDS}; more for a busy machine)")
+    parser.add_argument("--bwrap-alone", type=int, default=0, metavar="RUNS", help="also time bwrap alone, RUNS times")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -128,6 +206,16 @@ def main() -> None:
         ratio = medians["confined"] / medians[str(checkout)]
         fastest = min(figures["confined"]) / min(figures[str(checkout)])
         print(f"  confined / the sandbox of {checkout}: {ratio:.2f}x median, {fastest:.2f}x fastest")
+    if args.bwrap_alone:
+        alone = anyio.run(bwrap_alone, args.bwrap_alone)
+        print(f"bwrap alone (no harness), {args.bwrap_alone} interleaved runs each:")
+        width = max(len(name) for name in alone)
+        for name, runs in alone.items():
+            wall = statistics.median(run[0] for run in runs)
+            cpu = statistics.median(run[1] for run in runs)
+            print(f"  {name:<{width}}  median {wall * 1e3:7.2f} ms   cpu {cpu * 1e3:6.2f} ms")
+        base = statistics.median(run[0] for run in alone["bwrap: 8d38d42's"])
+        print(f"  this sandbox / 8d38d42's: {statistics.median(r[0] for r in alone['bwrap: this sandbox']) / base:.2f}x")
 
 
 if __name__ == "__main__":

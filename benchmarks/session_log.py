@@ -14,6 +14,8 @@ the process (the machine is shared: time spent descheduled is not counted).
   ``derive_messages()`` (at 1,000 events).
 - ``message to_json``/``from_json``: an assistant message with text and a tool call.
 - ``event to_json``/``from_json``: a stored ``tool/result`` event, as persistence writes and reads it.
+- ``payload read``: the typed payload of stored (frozen) data, as ``check_log`` and ``event.payload``
+  read it: a streamed chunk, and an assistant message with text and a tool call.
 - ``check_log per event``: a stored log of 4,000 events checked as a resume checks it.
 """
 
@@ -29,7 +31,8 @@ from _compare import main as compare_main
 
 from dsh_core import AssistantMessage, Harness, SessionEvent, Text, ToolCall, ToolResultMessage, UserMessage
 from dsh_core.llm import TextDelta
-from dsh_core.session_log import AssistantChunkEvent, AssistantMessageEvent, UserMessageEvent
+from dsh_core.session_log import AssistantChunkEvent, AssistantMessageEvent, UserMessageEvent, read_payload
+from dsh_core.vocabulary import freeze_json_object
 
 try:  # the folder layout
     from dsh_core.session_log import check_log
@@ -160,6 +163,14 @@ def codec(figures: dict[str, float]) -> None:
     stored = event.to_json()
     figures["event to_json (tool/result)"] = best_of(ROUNDS, lambda: timed(N, event.to_json))
     figures["event from_json (tool/result)"] = best_of(ROUNDS, lambda: timed(N, lambda: SessionEvent.from_json(stored)))
+    chunk_data = freeze_json_object(CHUNK, where="bench")
+    reply_data = freeze_json_object({"turn": 1, "step": 1, "message": message.to_json()}, where="bench")
+    figures["payload read, assistant/chunk"] = best_of(
+        ROUNDS, lambda: timed(N, lambda: read_payload("assistant/chunk", chunk_data))
+    )
+    figures["payload read, assistant/message (text + tool call)"] = best_of(
+        ROUNDS, lambda: timed(N, lambda: read_payload("assistant/message", reply_data))
+    )
 
 
 def resume(figures: dict[str, float]) -> None:

@@ -264,7 +264,9 @@ class AgentLoop:
         try:
             stored = await persistence.load(resume_session_id)
             loaded = True
-            session = self.ctx.sessions.prepare(resume_session_id, meta=stored.meta, seed=stored.events)
+            # A store written before LoadedSessionLike.checked existed resumes too: its log is checked in full.
+            checked = getattr(stored, "checked", None)
+            session = self.ctx.sessions.prepare(resume_session_id, meta=stored.meta, seed=stored.events, checked=checked)
             handle = await self._publish(owner_ctx, session, agent_options, setup, source="resume")
         except BaseException:
             self._claimed.discard(resume_session_id)

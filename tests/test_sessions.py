@@ -764,7 +764,8 @@ async def test_prepare_after_check_log_checks_no_event_twice(
 
     lived = await _lived(dsh_ctx)
     stored = _stored_log(lived)
-    check_log("resumed", lived.meta, stored)  # the loader's check (the log ends inside turn 2)
+    checked = check_log("resumed", lived.meta, stored)  # the loader's check (the log ends inside turn 2)
+    assert (checked.events, checked.open_turn) == (tuple(stored), 2)
     repair = SessionEvent("turn/end", len(stored), time.time(), {"turn": 2, "reason": {"kind": "interrupted"}})
     admitted: list[str] = []
     admit = Session._admit
@@ -774,8 +775,11 @@ async def test_prepare_after_check_log_checks_no_event_twice(
         return admit(self, event, validate=validate)
 
     monkeypatch.setattr(Session, "_admit", counting)
-    resumed = dsh_ctx.sessions.prepare("resumed", seed=[*stored, repair])
+    resumed = dsh_ctx.sessions.prepare("resumed", seed=[*stored, repair], checked=checked)
     assert admitted == ["turn/end"]  # only crash repair's event
+    admitted.clear()
+    dsh_ctx.sessions.prepare("again", seed=[*stored, repair])  # no checked log given: nothing is kept aside
+    assert len(admitted) == len(stored) + 1
     monkeypatch.undo()
     checked = dsh_ctx.sessions.prepare("checked", seed=[*_stored_log(lived), repair])
     assert resumed.derive_messages() == checked.derive_messages() == lived.derive_messages()
@@ -791,7 +795,7 @@ async def test_prepare_checks_a_seed_that_is_not_the_checked_log(
 
     lived = await _lived(dsh_ctx)
     stored = _stored_log(lived)[:4]
-    check_log("resumed", lived.meta, stored)
+    checked = check_log("resumed", lived.meta, stored)
     admitted: list[str] = []
     admit = Session._admit
 
@@ -800,13 +804,16 @@ async def test_prepare_checks_a_seed_that_is_not_the_checked_log(
         return admit(self, event, validate=validate)
 
     monkeypatch.setattr(Session, "_admit", counting)
-    dsh_ctx.sessions.prepare("resumed", seed=_stored_log(lived)[:4])
+    dsh_ctx.sessions.prepare("resumed", seed=_stored_log(lived)[:4], checked=checked)
+    assert len(admitted) == 4
+    admitted.clear()
+    dsh_ctx.sessions.prepare("other", seed=stored, checked=checked)  # checked for another id
     assert len(admitted) == 4
     monkeypatch.undo()
-    check_log("bad", lived.meta, stored)
+    bad = check_log("bad", lived.meta, stored)
     wrong = [*stored[:3], SessionEvent("turn/end", 3, 0.0, {"turn": 5, "reason": {"kind": "completed"}})]
     with pytest.raises(EventDataError, match="turn 5 cannot end"):
-        dsh_ctx.sessions.prepare("bad", seed=wrong)
+        dsh_ctx.sessions.prepare("bad", seed=wrong, checked=bad)
 
 
 async def test_a_listener_registered_after_quiet_appends_hears_the_next_ones(dsh_ctx: Context) -> None:

@@ -8,17 +8,26 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from dsh_core.services.sessions import SessionMeta
     from dsh_core.session_log._event import SessionEvent
+    from dsh_core.session_log._session import CheckedLog
 
 __all__ = ["LoadedSessionLike", "SessionPersistence"]
 
 
 class LoadedSessionLike(Protocol):
-    """A stored session as ``load`` returns it: its meta and its (repaired) events."""
+    """A stored session as ``load`` returns it: its meta, its (repaired) events, and what
+    ``check_log`` returned for the stored events it checked (``None`` if it checked none).
+
+    The resume seeds the session with ``events`` and hands ``checked`` to
+    ``ctx.sessions.prepare``, so each stored event is checked once (a loaded session without
+    ``checked``, from a store written before it, is checked in full).
+    """
 
     @property
     def meta(self) -> SessionMeta: ...
     @property
     def events(self) -> Sequence[SessionEvent]: ...
+    @property
+    def checked(self) -> CheckedLog | None: ...
 
 
 class SessionPersistence(Protocol):

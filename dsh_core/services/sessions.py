@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 import anyio
 
 from dsh_core.session_log._event import SessionEvent
-from dsh_core.session_log._session import Session, SessionMeta, Validator, open_turn_in
+from dsh_core.session_log._session import CheckedLog, Session, SessionMeta, Validator, open_turn_in
 from dsh_core.vocabulary._errors import DuplicateRegistrationError, EventDataError, ScopeDisposedError
 
 if TYPE_CHECKING:
@@ -61,6 +61,7 @@ class SessionsService(Protocol):
         *,
         meta: SessionMeta | Mapping[str, Any] | None = None,
         seed: Iterable[SessionEvent | tuple[str, Mapping[str, Any]]] = (),
+        checked: CheckedLog | None = None,
     ) -> Session: ...
 
     async def enter(self, session: Session) -> Detach: ...
@@ -115,11 +116,16 @@ class SessionStore:
         *,
         meta: SessionMeta | Mapping[str, Any] | None = None,
         seed: Iterable[SessionEvent | tuple[str, Mapping[str, Any]]] = (),
+        checked: CheckedLog | None = None,
     ) -> Session:
         """Build a session that nobody can see yet; ``enter`` publishes it.
 
         ``seed`` (``SessionEvent``s numbered from 0, or ``(type, data)`` pairs) becomes the first
         events, each checked like an append (without validators; nothing is published).
+        ``checked`` is what ``check_log`` returned for this id when a backend loaded the log (the
+        loaded session's ``checked``): if the seed begins with exactly those event objects, their
+        checked state is taken over instead of checking them again (a resume checks each stored
+        event once); any other seed is checked in full.
         ``meta`` is a ``SessionMeta`` or its JSON (a mapping, whose ``seed_length`` defaults to
         the seed's length); no meta means ``SessionMeta(seed_length=len(seed))``. Two prepares of
         one id may coexist; ``enter`` decides which one goes live.
@@ -150,7 +156,7 @@ class SessionStore:
             msg = f"session {id!r}: meta.seed_length is {meta.seed_length} but the seed has only {len(items)} events"
             raise ValueError(msg)
         session = Session._new(id, meta)
-        adopted = session._adopt_checked(items)  # a log check_log has just checked is not checked again
+        adopted = session._adopt_checked(items, checked)  # events check_log passed are not checked again
         for index in range(adopted, len(items)):
             item = items[index]
             if isinstance(item, SessionEvent):

@@ -26,6 +26,7 @@ from ._repair import NOT_STARTED as NOT_STARTED
 from ._repair import OUTCOME_UNKNOWN as OUTCOME_UNKNOWN
 from ._repair import StoredLogError as StoredLogError
 from ._repair import repair_events as repair_events
+from ._session import CheckedLog as CheckedLog
 from ._session import Session as Session
 from ._session import SessionMeta as SessionMeta
 from ._session import Validator as Validator
@@ -48,6 +49,7 @@ __all__ = [
     "SURFACE_EVENT_TYPES",
     "AssistantChunkEvent",
     "AssistantMessageEvent",
+    "CheckedLog",
     "ContextMessageEvent",
     "EndKind",
     "InboxClearedEvent",

@@ -1,7 +1,8 @@
 """The session-log catalogue: every event type the loop writes, its ``data`` and what it means.
 
 Each type is one frozen attrs payload class declared with ``@log_event``: its fields are the
-event's ``data`` (SPEC §7; a key marked ``?`` is left out while it holds its default), and its flags
+event's ``data`` (SPEC §7; a key marked ``?`` is left out while it holds its default, and an absent
+key reads as the default; ``null`` only where the type admits ``None``), and its flags
 say whether it is **model-visible** (a surface entry carrying a ``message``; ``derive_messages()``
 folds it), whether it **consumes** a queued prompt (carries the ``queued_id`` of an
 ``inbox/queued`` record) and whether it is **in a turn** (written between its turn's
@@ -40,9 +41,9 @@ from dsh_core.vocabulary._content import (
     ToolCall,
     ToolResultMessage,
     UserMessage,
-    message_from_json,
+    message_reader,
 )
-from dsh_core.vocabulary._json import FrozenDict, expect_object, freeze_json_object, refuse
+from dsh_core.vocabulary._json import FrozenDict, freeze_json_object, refuse
 from dsh_core.vocabulary._llm_types import (
     Chunk,
     Failure,
@@ -52,7 +53,7 @@ from dsh_core.vocabulary._llm_types import (
     TextDelta,
     ToolCallDelta,
     Usage,
-    chunk_from_json,
+    chunk_reader,
 )
 from dsh_core.vocabulary._slots import new_instance, slot_setters
 from dsh_core.vocabulary._tool_types import ToolErrorCode
@@ -189,15 +190,18 @@ def _message_of(cls: type) -> Any:
     """Read a message that must be of ``cls`` (a model-visible event's ``message``)."""
     role = _ROLE[cls]
 
+    def refuse_other(other: str) -> str:
+        return f"this event carries a {role!r} message, got {other!r}"
+
+    read_message = message_reader(role, refuse_other=refuse_other)
+
     def read(value: object, path: str) -> Message:
         if value is None:
             refuse(
                 path,
                 "missing; a model-visible event carries its message as JSON, e.g. {'message': message.to_json()}",
             )
-        message = message_from_json(expect_object(value, path), field=path)
-        if message.__class__ is not cls:
-            refuse(f"{path}.role", f"this event carries a {role!r} message, got {_ROLE[message.__class__]!r}")
+        message: Message = read_message(value, path)
         return message
 
     return read
@@ -214,20 +218,21 @@ def _counter(what: str) -> Any:
     return read
 
 
-_TURN: Final = json_field(read=_counter("turn"))
-_STEP: Final = json_field(read=_counter("step"))
-_OPTIONAL_TURN: Final = json_field(omit_default=True, read=_counter("turn"))
-_OPTIONAL_STEP: Final = json_field(omit_default=True, read=_counter("step"))
+_TURN: Final = json_field(minimum=1, refuse=_counter("turn"))
+_STEP: Final = json_field(minimum=1, refuse=_counter("step"))
+_OPTIONAL_TURN: Final = json_field(omit_default=True, minimum=1, refuse=_counter("turn"))
+_OPTIONAL_STEP: Final = json_field(omit_default=True, minimum=1, refuse=_counter("step"))
 
 
-def _any_message(value: object, path: str) -> Message:
-    return message_from_json(expect_object(value, path), field=path)
+_any_message: Final = message_reader()
+_read_chunk: Final = chunk_reader()
 
 
 def _any_chunk(value: object, path: str) -> Chunk:
     if value is None:
         refuse(path, "missing")
-    return chunk_from_json(expect_object(value, path), field=path)
+    chunk: Chunk = _read_chunk(value, path)
+    return chunk
 
 
 _CHUNK_CLASSES: Final = (TextDelta, ReasoningDelta, ToolCallDelta, Usage, Finish)

@@ -22,18 +22,14 @@ from dsh_core.session_log._catalogue import SURFACE_EVENT_TYPES as SURFACE_EVENT
 from dsh_core.session_log._spec import LogEvent, is_visible, read_payload
 from dsh_core.session_log._surface import SurfaceOp as SurfaceOp
 from dsh_core.session_log._surface import SurfaceOpKind as SurfaceOpKind
+from dsh_core.vocabulary._codec import ObjectCodec, json_field
 from dsh_core.vocabulary._errors import EventDataError, VocabularyError
 from dsh_core.vocabulary._json import (
     FrozenDict,
     JsonValueError,
-    check_keys,
     expect_object,
     freeze_json_object,
-    int_field,
-    number_field,
     refuse,
-    str_field,
-    thaw_json,
 )
 from dsh_core.vocabulary._slots import build_unchecked
 
@@ -139,32 +135,33 @@ class SessionEvent:
 
     def to_json(self) -> dict[str, Any]:
         """The event as plain JSON ``{"type", "seq", "time", "data"}`` (``data`` thawed)."""
-        return {"type": self.type, "seq": self.seq, "time": self.time, "data": thaw_json(self.data)}
+        return _EVENT_JSON.encode_plain(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], *, field: str = "event") -> SessionEvent:
         """Read an event. :raises VocabularyError: naming the bad field (``event.seq``, ...)."""
-        data = expect_object(data, field)
-        check_keys(data, _EVENT_KEYS, field)
-        event_type = str_field(data, "type", field)
-        if not event_type:
-            refuse(f"{field}.type", "expected a non-empty event type such as 'turn/start'")
-        seq = int_field(data, "seq", field)
-        time = number_field(data, "time", field, minimum=0.0)
-        raw = expect_object(data.get("data"), f"{field}.data")
-        try:
-            frozen = freeze_json_object(raw, where=field, root=f"{field}.data")
-        except JsonValueError as exc:  # only when handed Python objects rather than parsed JSON
-            refuse(exc.path, exc.problem)
-        if "surface" in frozen:
-            if not is_visible(event_type):
-                refuse(f"{field}.data.surface", _NOT_VISIBLE)
-            surface = expect_object(frozen["surface"], f"{field}.data.surface")
-            SurfaceOp.from_json(surface, field=f"{field}.data.surface")
-        return cls(event_type, seq, time, frozen)
+        event: SessionEvent = _EVENT_JSON.read(data, field)
+        return event
 
 
-_EVENT_KEYS: Final = frozenset({"type", "seq", "time", "data"})
+def _event_rule(field: str, event_type: str, seq: int, time: float, data: FrozenDict) -> None:
+    """What ``SessionEvent``'s own checks add to the fields' types: a type is not empty, and only a
+    model-visible event carries a surface operation, a valid one."""
+    if not event_type:
+        refuse(f"{field}.type", "expected a non-empty event type such as 'turn/start'")
+    if "surface" in data:
+        if not is_visible(event_type):
+            refuse(f"{field}.data.surface", _NOT_VISIBLE)
+        surface = expect_object(data["surface"], f"{field}.data.surface")
+        SurfaceOp.from_json(surface, field=f"{field}.data.surface")
+
+
+#: The readers and ``_event_rule`` check everything the constructor does, so an event read is built
+#: straight into its slots.
+_EVENT_JSON: Final = ObjectCodec(
+    SessionEvent, fields={"time": json_field(minimum=0.0)}, check=_event_rule, trusted=True
+)
+_EVENT_JSON.install_to_json()
 
 
 #: A payload not built yet: its class and its field values, in field order (already checked).
@@ -178,6 +175,8 @@ _set_data = SessionEvent.__dict__["data"].__set__
 _set_payload = SessionEvent.__dict__["_payload"].__set__
 
 
+# Kept: the constructor needs ``data``, which a typed append has not until it is read; and a raw
+# append's event costs 0.32 us this way vs 0.94 through ``SessionEvent(...)`` (same run).
 def logged_event(seq: int, time: float, payload: LogEvent) -> SessionEvent:
     """An event for a typed payload, its ``data`` built when first read.
 

@@ -100,14 +100,15 @@ def _open_turn(events: Sequence[SessionEvent]) -> _OpenTurn | None:
 
 
 def _note(found: _OpenTurn, event: SessionEvent) -> None:
-    data: Any = event.data
+    # The typed payload (read from data once, and checked, when the event was admitted).
+    payload: Any = event.payload
     if event.type == AssistantMessageEvent.type:
-        found.message = AssistantMessage.from_json(data["message"], field="data.message")
-        found.message_step = int(data.get("step", 0))
+        found.message = payload.message
+        found.message_step = payload.step or 0
     elif event.type == ToolCallEvent.type:
-        found.calls[str(data["call_id"])] = event
+        found.calls[payload.call_id] = event
     elif event.type == ToolResultEvent.type:
-        found.results.add(str(data["message"]["call_id"]))
+        found.results.add(payload.message.call_id)
 
 
 def repair_events(events: Sequence[SessionEvent]) -> list[SessionEvent]:

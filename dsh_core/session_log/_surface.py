@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias
 import attrs
 
 from dsh_core.session_log._spec import is_visible
-from dsh_core.vocabulary._json import check_keys, expect_object, int_field, literal_field, refuse
+from dsh_core.vocabulary._codec import ObjectCodec, json_field
+from dsh_core.vocabulary._json import expect_object, refuse
 
 if TYPE_CHECKING:
     from dsh_core.session_log._event import SessionEvent
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
 __all__ = ["SurfaceOp", "SurfaceOpKind"]
 
 SurfaceOpKind: TypeAlias = Literal["append", "replace"]
-_OPS: Final = frozenset({"append", "replace"})
 
 
 _validate_op: Final = attrs.validators.in_(("append", "replace"))
@@ -74,24 +74,13 @@ class SurfaceOp:
         return 0 if self.start is None or self.end is None else self.end - self.start
 
     def to_json(self) -> dict[str, Any]:
-        if self.op == "append":
-            return {"op": "append"}
-        return {"op": "replace", "start": self.start, "end": self.end}
+        return _SURFACE_JSON.encode_plain(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], *, field: str = "surface") -> SurfaceOp:
         """Read a surface operation. :raises VocabularyError: naming the bad field."""
-        data = expect_object(data, field)
-        op = literal_field(data, "op", field, _OPS)
-        if op == "append":
-            check_keys(data, _APPEND_KEYS, field)
-            return cls._APPEND
-        check_keys(data, _REPLACE_KEYS, field)
-        start = int_field(data, "start", field)
-        end = int_field(data, "end", field)
-        if start > end:
-            refuse(f"{field}.end", f"a replaced span ends at or after its start ({start}), got {end}")
-        return cls("replace", start, end)
+        op: SurfaceOp = _SURFACE_JSON.read(data, field)
+        return op
 
     @classmethod
     def of(cls, event: SessionEvent) -> SurfaceOp | None:
@@ -108,5 +97,25 @@ class SurfaceOp:
 
 
 SurfaceOp._APPEND = SurfaceOp()
-_APPEND_KEYS: Final = frozenset({"op"})
-_REPLACE_KEYS: Final = frozenset({"op", "start", "end"})
+
+
+def _span_rule(field: str, op: str, start: int | None, end: int | None) -> None:
+    """An append has no span; a replace has both ends, in order (as the constructor says)."""
+    if op == "append":
+        for key, bound in (("start", start), ("end", end)):
+            if bound is not None:
+                refuse(f"{field}.{key}", "unknown field; expected only op")
+        return
+    if start is None or end is None:
+        refuse(f"{field}.{'start' if start is None else 'end'}", "missing")
+    if start > end:
+        refuse(f"{field}.end", f"a replaced span ends at or after its start ({start}), got {end}")
+
+
+#: ``{"op": "append"}`` or ``{"op": "replace", "start": i, "end": j}``
+_SURFACE_JSON: Final = ObjectCodec(
+    SurfaceOp,
+    fields={"op": json_field(required=True), "start": json_field(omit_default=True), "end": json_field(omit_default=True)},
+    check=_span_rule,
+)
+_SURFACE_JSON.install_to_json()

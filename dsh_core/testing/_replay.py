@@ -28,6 +28,7 @@ from dsh_core.host._markers import hookimpl
 from dsh_core.services.sessions import SessionMeta
 from dsh_core.session_log._catalogue import RequestHeaderEvent
 from dsh_core.session_log._event import SessionEvent
+from dsh_core.session_log._session import CheckedLog
 from dsh_core.testing._recording import (
     REPAIR_CODES,
     Input,
@@ -152,6 +153,8 @@ def _meta(given: Mapping[str, Any] | SessionMeta | None, recording: Recording, p
 class _Stored:
     meta: SessionMeta
     events: tuple[SessionEvent, ...]
+    #: the replayed log is not checked by a loader: the resume checks it
+    checked: CheckedLog | None = None
 
 
 class _ReplayStore:

@@ -9,6 +9,7 @@ from ._agent_types import TurnOutcome as TurnOutcome
 from ._assembler import BlockAssembler as BlockAssembler
 from ._codec import FieldCodec as FieldCodec
 from ._codec import ObjectCodec as ObjectCodec
+from ._codec import TaggedUnion as TaggedUnion
 from ._codec import json_field as json_field
 from ._content import SOURCE_KINDS as SOURCE_KINDS
 from ._content import USER_SOURCE as USER_SOURCE
@@ -61,21 +62,14 @@ from ._json import MAX_DEPTH as MAX_DEPTH
 from ._json import FrozenDict as FrozenDict
 from ._json import JsonValue as JsonValue
 from ._json import JsonValueError as JsonValueError
-from ._json import bool_field as bool_field
 from ._json import check_keys as check_keys
 from ._json import dumps_json as dumps_json
 from ._json import expect_object as expect_object
 from ._json import freeze_json as freeze_json
 from ._json import freeze_json_object as freeze_json_object
 from ._json import frozen_trusted as frozen_trusted
-from ._json import int_field as int_field
 from ._json import json_type_name as json_type_name
-from ._json import literal_field as literal_field
 from ._json import loads_json as loads_json
-from ._json import number_field as number_field
-from ._json import optional_int_field as optional_int_field
-from ._json import optional_number_field as optional_number_field
-from ._json import optional_str_field as optional_str_field
 from ._json import refuse as refuse
 from ._json import str_field as str_field
 from ._json import thaw_json as thaw_json
@@ -162,6 +156,7 @@ __all__ = [
     "ScopeDisposedError",
     "Setup",
     "SourceKind",
+    "TaggedUnion",
     "Text",
     "TextDelta",
     "ToolCall",
@@ -178,7 +173,6 @@ __all__ = [
     "as_content",
     "as_result_content",
     "block_from_json",
-    "bool_field",
     "check_keys",
     "chunk_from_json",
     "chunk_to_json",
@@ -189,17 +183,11 @@ __all__ = [
     "freeze_json",
     "freeze_json_object",
     "frozen_trusted",
-    "int_field",
     "json_field",
     "json_type_name",
-    "literal_field",
     "loads_json",
     "message_from_json",
     "new_id",
-    "number_field",
-    "optional_int_field",
-    "optional_number_field",
-    "optional_str_field",
     "refuse",
     "str_field",
     "thaw_json",

@@ -7,33 +7,26 @@
 - ``agent/turn-continuation``: ``ContinuationDecision(action, reason=None)``
 - ``agent/turn-stop``: ``ContinuationStop(reason)``, or ``None`` to leave the turn be
 
-Each is a frozen attrs value with ``to_json``/``from_json``; the JSON carries a ``kind``.
+Each is a frozen attrs value with ``to_json``/``from_json`` (one ``ObjectCodec`` each); the JSON
+carries a ``kind``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 
+from dsh_core.vocabulary._codec import ObjectCodec, TaggedUnion, json_field
 from dsh_core.vocabulary._content import (
     Image,
     Text,
     as_result_content,
-    block_from_json,
+    block_reader,
     validate_optional_str,
     validate_str,
-)
-from dsh_core.vocabulary._json import (
-    check_keys,
-    expect_object,
-    literal_field,
-    number_field,
-    optional_str_field,
-    refuse,
-    str_field,
 )
 
 __all__ = [
@@ -87,21 +80,6 @@ def _to_delay(value: object) -> float:
     raise TypeError(msg)
 
 
-def _context_field(data: Mapping[str, Any], field: str) -> tuple[str, ...]:
-    raw = data.get("additional_context", ())
-    if not isinstance(raw, list | tuple) or not all(type(entry) is str for entry in raw):
-        refuse(f"{field}.additional_context", "expected an array of strings")
-    return tuple(raw)
-
-
-def _envelope(data: object, kind: str, keys: frozenset[str], field: str) -> Mapping[str, Any]:
-    obj = expect_object(data, field)
-    if obj.get("kind") != kind:
-        refuse(f"{field}.kind", f"expected {kind!r}, got {obj.get('kind')!r}")
-    check_keys(obj, keys, field)
-    return obj
-
-
 @attrs.frozen
 class Allow:
     """Let the prompt or the tool call through; ``additional_context`` adds model-visible notes.
@@ -112,12 +90,13 @@ class Allow:
     additional_context: tuple[str, ...] = attrs.field(default=(), converter=context_texts)
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": "allow", "additional_context": list(self.additional_context)}
+        return _ALLOW_JSON.encode_plain(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], *, field: str = "decision") -> Allow:
-        data = _envelope(data, "allow", frozenset({"kind", "additional_context"}), field)
-        return cls(_context_field(data, field))
+        """Read a Allow from JSON. :raises VocabularyError: naming the bad field."""
+        value: Allow = _ALLOW_JSON.read(data, field)
+        return value
 
 
 @attrs.frozen
@@ -127,11 +106,13 @@ class Block:
     reason: str = attrs.field(validator=validate_str)
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": "block", "reason": self.reason}
+        return _BLOCK_JSON.encode_plain(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], *, field: str = "decision") -> Block:
-        return cls(str_field(_envelope(data, "block", _REASON_KEYS, field), "reason", field))
+        """Read a Block from JSON. :raises VocabularyError: naming the bad field."""
+        value: Block = _BLOCK_JSON.read(data, field)
+        return value
 
 
 @attrs.frozen
@@ -141,11 +122,13 @@ class Deny:
     reason: str = attrs.field(validator=validate_str)
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": "deny", "reason": self.reason}
+        return _DENY_JSON.encode_plain(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], *, field: str = "decision") -> Deny:
-        return cls(str_field(_envelope(data, "deny", _REASON_KEYS, field), "reason", field))
+        """Read a Deny from JSON. :raises VocabularyError: naming the bad field."""
+        value: Deny = _DENY_JSON.read(data, field)
+        return value
 
 
 @attrs.frozen
@@ -155,11 +138,13 @@ class Ask:
     reason: str = attrs.field(validator=validate_str)
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": "ask", "reason": self.reason}
+        return _ASK_JSON.encode_plain(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], *, field: str = "decision") -> Ask:
-        return cls(str_field(_envelope(data, "ask", _REASON_KEYS, field), "reason", field))
+        """Read a Ask from JSON. :raises VocabularyError: naming the bad field."""
+        value: Ask = _ASK_JSON.read(data, field)
+        return value
 
 
 @attrs.frozen
@@ -175,25 +160,13 @@ class Accept:
     additional_context: tuple[str, ...] = attrs.field(default=(), converter=context_texts)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": "accept",
-            "content": None if self.content is None else [block.to_json() for block in self.content],
-            "additional_context": list(self.additional_context),
-        }
+        return _ACCEPT_JSON.encode_plain(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], *, field: str = "decision") -> Accept:
-        data = _envelope(data, "accept", frozenset({"kind", "content", "additional_context"}), field)
-        raw = data.get("content")
-        if raw is None:
-            return cls(None, _context_field(data, field))
-        if not isinstance(raw, list | tuple):
-            refuse(f"{field}.content", "expected an array of blocks or null")
-        blocks = [block_from_json(item, field=f"{field}.content[{i}]") for i, item in enumerate(raw)]
-        for index, block in enumerate(blocks):
-            if type(block) is not Text and type(block) is not Image:
-                refuse(f"{field}.content[{index}].type", "a tool result holds only text and image blocks")
-        return cls(blocks, _context_field(data, field))
+        """Read a Accept from JSON. :raises VocabularyError: naming the bad field."""
+        value: Accept = _ACCEPT_JSON.read(data, field)
+        return value
 
 
 @attrs.frozen
@@ -203,12 +176,13 @@ class Reject:
     feedback: str = attrs.field(validator=validate_str)
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": "reject", "feedback": self.feedback}
+        return _REJECT_JSON.encode_plain(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], *, field: str = "decision") -> Reject:
-        data = _envelope(data, "reject", frozenset({"kind", "feedback"}), field)
-        return cls(str_field(data, "feedback", field))
+        """Read a Reject from JSON. :raises VocabularyError: naming the bad field."""
+        value: Reject = _REJECT_JSON.read(data, field)
+        return value
 
 
 @attrs.frozen
@@ -218,16 +192,16 @@ class Retry:
     delay: float = attrs.field(default=0.0, converter=_to_delay)
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": "retry", "delay": self.delay}
+        return _RETRY_JSON.encode_plain(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], *, field: str = "decision") -> Retry:
-        data = _envelope(data, "retry", frozenset({"kind", "delay"}), field)
-        return cls(number_field(data, "delay", field, minimum=0.0))
+        """Read a Retry from JSON. :raises VocabularyError: naming the bad field."""
+        value: Retry = _RETRY_JSON.read(data, field)
+        return value
 
 
 ContinuationAction: TypeAlias = Literal["continue", "stop"]
-_ACTIONS: Final = frozenset({"continue", "stop"})
 
 
 _validate_action: Final = attrs.validators.in_(("continue", "stop"))
@@ -242,12 +216,13 @@ class ContinuationDecision:
     reason: str | None = attrs.field(default=None, validator=validate_optional_str)
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": "continuation", "action": self.action, "reason": self.reason}
+        return _CONTINUATION_JSON.encode_plain(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], *, field: str = "decision") -> ContinuationDecision:
-        data = _envelope(data, "continuation", frozenset({"kind", "action", "reason"}), field)
-        return cls(literal_field(data, "action", field, _ACTIONS), optional_str_field(data, "reason", field))
+        """Read a ContinuationDecision from JSON. :raises VocabularyError: naming the bad field."""
+        value: ContinuationDecision = _CONTINUATION_JSON.read(data, field)
+        return value
 
 
 @attrs.frozen
@@ -257,14 +232,15 @@ class ContinuationStop:
     reason: str = attrs.field(validator=validate_str)
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": "continuation-stop", "reason": self.reason}
+        return _STOP_JSON.encode_plain(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], *, field: str = "decision") -> ContinuationStop:
-        return cls(str_field(_envelope(data, "continuation-stop", _REASON_KEYS, field), "reason", field))
+        """Read a ContinuationStop from JSON. :raises VocabularyError: naming the bad field."""
+        value: ContinuationStop = _STOP_JSON.read(data, field)
+        return value
 
 
-_REASON_KEYS: Final = frozenset({"kind", "reason"})
 
 PromptDecision: TypeAlias = Allow | Block
 PreToolDecision: TypeAlias = Allow | Deny | Ask
@@ -273,17 +249,41 @@ Decision: TypeAlias = (
     Allow | Block | Deny | Ask | Accept | Reject | Retry | ContinuationDecision | ContinuationStop
 )
 
-_READERS: Final[dict[str, Callable[..., Decision]]] = {
-    "allow": Allow.from_json,
-    "block": Block.from_json,
-    "deny": Deny.from_json,
-    "ask": Ask.from_json,
-    "accept": Accept.from_json,
-    "reject": Reject.from_json,
-    "retry": Retry.from_json,
-    "continuation": ContinuationDecision.from_json,
-    "continuation-stop": ContinuationStop.from_json,
-}
+_CONTEXT: Final = json_field(expected="an array of strings")
+_ALLOW_JSON: Final = ObjectCodec(Allow, tag=("kind", "allow"), fields={"additional_context": _CONTEXT})
+_BLOCK_JSON: Final = ObjectCodec(Block, tag=("kind", "block"))
+_DENY_JSON: Final = ObjectCodec(Deny, tag=("kind", "deny"))
+_ASK_JSON: Final = ObjectCodec(Ask, tag=("kind", "ask"))
+_ACCEPT_JSON: Final = ObjectCodec(
+    Accept,
+    tag=("kind", "accept"),
+    fields={
+        "content": json_field(
+            read=block_reader("text", "image", refuse_other=lambda tag: "a tool result holds only text and image blocks"),
+            expected="an array of blocks or null",
+        ),
+        "additional_context": _CONTEXT,
+    },
+)
+_REJECT_JSON: Final = ObjectCodec(Reject, tag=("kind", "reject"))
+_RETRY_JSON: Final = ObjectCodec(Retry, tag=("kind", "retry"), fields={"delay": json_field(minimum=0.0, required=True)})
+_CONTINUATION_JSON: Final = ObjectCodec(ContinuationDecision, tag=("kind", "continuation"))
+_STOP_JSON: Final = ObjectCodec(ContinuationStop, tag=("kind", "continuation-stop"))
+_DECISIONS: Final = TaggedUnion(
+    "kind", "decision kind", (Allow, Block, Deny, Ask, Accept, Reject, Retry, ContinuationDecision, ContinuationStop)
+)
+for _codec in (
+    _ALLOW_JSON,
+    _BLOCK_JSON,
+    _DENY_JSON,
+    _ASK_JSON,
+    _ACCEPT_JSON,
+    _REJECT_JSON,
+    _RETRY_JSON,
+    _CONTINUATION_JSON,
+    _STOP_JSON,
+):
+    _codec.install_to_json()
 
 
 def decision_from_json(data: Mapping[str, Any], *, field: str = "decision") -> Decision:
@@ -291,9 +291,5 @@ def decision_from_json(data: Mapping[str, Any], *, field: str = "decision") -> D
 
     :raises VocabularyError: naming the bad field.
     """
-    kind = expect_object(data, field).get("kind")
-    read = _READERS.get(kind) if type(kind) is str else None
-    if read is None:
-        problem = "missing" if kind is None else f"unknown decision kind {kind!r}"
-        refuse(f"{field}.kind", f"{problem}; expected one of {', '.join(_READERS)}")
-    return read(data, field=field)
+    decision: Decision = _DECISIONS.read(data, field)
+    return decision

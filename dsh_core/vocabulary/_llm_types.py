@@ -17,28 +17,23 @@ from typing import Any, ClassVar, Final, Literal, Protocol, TypeAlias, runtime_c
 
 import attrs
 
-from dsh_core.vocabulary._codec import ObjectCodec, json_field
+from dsh_core.vocabulary._codec import ObjectCodec, TaggedUnion, json_field
 from dsh_core.vocabulary._content import (
     AssistantMessage,
     Message,
     ToolResultMessage,
     UserMessage,
-    message_from_json,
+    message_reader,
     validate_optional_str,
     validate_str,
 )
 from dsh_core.vocabulary._json import (
     FrozenDict,
     JsonValueError,
-    check_keys,
     expect_object,
     freeze_json_object,
-    optional_int_field,
-    optional_number_field,
-    optional_str_field,
     refuse,
     str_field,
-    thaw_json,
 )
 from dsh_core.vocabulary._slots import new_instance, slot_setters
 
@@ -61,6 +56,7 @@ __all__ = [
     "TrustedMessages",
     "Usage",
     "chunk_from_json",
+    "chunk_reader",
     "chunk_to_json",
 ]
 
@@ -168,7 +164,6 @@ class Failure:
         default=None, converter=_optional_number, validator=_non_negative_number, metadata=json_field(minimum=0.0)
     )
 
-    _json_codec: ClassVar[ObjectCodec]
     _codec_trusts_readers: ClassVar[bool] = True
 
     def to_json(self) -> dict[str, Any]:
@@ -182,7 +177,6 @@ class Failure:
 
 
 _FAILURE_JSON: Final = ObjectCodec(Failure)
-Failure._json_codec = _FAILURE_JSON
 
 
 # ---------------------------------------------------------------------- chunks
@@ -195,7 +189,6 @@ class TextDelta:
     index: int = attrs.field(validator=_count)
     text: str = attrs.field(validator=validate_str)
 
-    _json_codec: ClassVar[ObjectCodec]
     _codec_trusts_readers: ClassVar[bool] = True
 
     def to_json(self) -> dict[str, Any]:
@@ -209,7 +202,6 @@ class TextDelta:
 
 
 _TEXT_DELTA_JSON: Final = ObjectCodec(TextDelta, tag=('type', 'text-delta'))
-TextDelta._json_codec = _TEXT_DELTA_JSON
 
 @attrs.frozen
 class ReasoningDelta:
@@ -218,7 +210,6 @@ class ReasoningDelta:
     index: int = attrs.field(validator=_count)
     text: str = attrs.field(validator=validate_str)
 
-    _json_codec: ClassVar[ObjectCodec]
     _codec_trusts_readers: ClassVar[bool] = True
 
     def to_json(self) -> dict[str, Any]:
@@ -232,7 +223,6 @@ class ReasoningDelta:
 
 
 _REASONING_DELTA_JSON: Final = ObjectCodec(ReasoningDelta, tag=('type', 'reasoning-delta'))
-ReasoningDelta._json_codec = _REASONING_DELTA_JSON
 
 @attrs.frozen
 class ToolCallDelta:
@@ -244,7 +234,6 @@ class ToolCallDelta:
     name: str | None = attrs.field(default=None, validator=validate_optional_str)
     arguments: str = attrs.field(default="", validator=validate_str)
 
-    _json_codec: ClassVar[ObjectCodec]
     _codec_trusts_readers: ClassVar[bool] = True
 
     def to_json(self) -> dict[str, Any]:
@@ -258,7 +247,6 @@ class ToolCallDelta:
 
 
 _TOOL_CALL_DELTA_JSON: Final = ObjectCodec(ToolCallDelta, tag=('type', 'tool-call-delta'))
-ToolCallDelta._json_codec = _TOOL_CALL_DELTA_JSON
 
 @attrs.frozen
 class Usage:
@@ -285,7 +273,6 @@ class Usage:
             self.reasoning_tokens + other.reasoning_tokens,
         )
 
-    _json_codec: ClassVar[ObjectCodec]
     _codec_trusts_readers: ClassVar[bool] = True
 
     def to_json(self) -> dict[str, Any]:
@@ -299,7 +286,6 @@ class Usage:
 
 
 _USAGE_JSON: Final = ObjectCodec(Usage, tag=('type', 'usage'))
-Usage._json_codec = _USAGE_JSON
 
 def _finish_error(instance: Finish, attribute: attrs.Attribute[Any], value: object) -> None:
     # Hand-written: a rule across fields (the error goes with the reason), which attrs cannot say.
@@ -324,7 +310,6 @@ class Finish:
     reason: FinishReason = attrs.field(validator=_one_of(FINISH_REASONS))
     error: Failure | None = attrs.field(default=None, validator=_finish_error)
 
-    _json_codec: ClassVar[ObjectCodec]
 
     def to_json(self) -> dict[str, Any]:
         return _FINISH_JSON.encode_plain(self)
@@ -337,22 +322,12 @@ class Finish:
 
 
 _FINISH_JSON: Final = ObjectCodec(Finish, tag=('type', 'finish'), errors_at='error')
-Finish._json_codec = _FINISH_JSON
 
 Chunk: TypeAlias = TextDelta | ReasoningDelta | ToolCallDelta | Usage | Finish
 
-_CHUNK_TYPES: Final = "text-delta, reasoning-delta, tool-call-delta, usage, finish"
-
-
-
-
-_CHUNK_READERS: Final[dict[str, Callable[..., Chunk]]] = {
-    "text-delta": TextDelta.from_json,
-    "reasoning-delta": ReasoningDelta.from_json,
-    "tool-call-delta": ToolCallDelta.from_json,
-    "usage": Usage.from_json,
-    "finish": Finish.from_json,
-}
+_CHUNKS: Final = TaggedUnion("type", "chunk type", (TextDelta, ReasoningDelta, ToolCallDelta, Usage, Finish))
+for _codec in (_FAILURE_JSON, _TEXT_DELTA_JSON, _REASONING_DELTA_JSON, _TOOL_CALL_DELTA_JSON, _USAGE_JSON, _FINISH_JSON):
+    _codec.install_to_json()
 
 
 def chunk_to_json(chunk: Chunk) -> dict[str, Any]:
@@ -365,12 +340,13 @@ def chunk_from_json(data: Mapping[str, Any], *, field: str = "chunk") -> Chunk:
 
     :raises VocabularyError: for a malformed chunk; ``field`` names the bad spot.
     """
-    tag = expect_object(data, field).get("type")
-    read = _CHUNK_READERS.get(tag) if type(tag) is str else None
-    if read is None:
-        problem = "missing" if tag is None else f"unknown chunk type {tag!r}"
-        refuse(f"{field}.type", f"{problem}; expected one of {_CHUNK_TYPES}")
-    return read(data, field=field)
+    chunk: Chunk = _CHUNKS.read(data, field)
+    return chunk
+
+
+def chunk_reader() -> Callable[[object, str], Any]:
+    """A codec reader of any chunk, for a field holding one."""
+    return _CHUNKS.read
 
 
 # ---------------------------------------------------------------------- requests
@@ -392,7 +368,6 @@ class LlmCallConfig:
     )
     reasoning_effort: str | None = attrs.field(default=None, validator=validate_optional_str)
 
-    _json_codec: ClassVar[ObjectCodec]
     _codec_trusts_readers: ClassVar[bool] = True
 
     def to_json(self) -> dict[str, Any]:
@@ -406,8 +381,7 @@ class LlmCallConfig:
 
 
 _LLM_CALL_CONFIG_JSON: Final = ObjectCodec(LlmCallConfig)
-LlmCallConfig._json_codec = _LLM_CALL_CONFIG_JSON
-
+_LLM_CALL_CONFIG_JSON.install_to_json()
 
 
 @runtime_checkable
@@ -421,6 +395,7 @@ class PollableSignal(Protocol):
 _MESSAGE_TYPES: Final[frozenset[type]] = frozenset({UserMessage, AssistantMessage, ToolResultMessage})
 
 
+# Kept: an LlmRequest of 1,000 messages is built in 1.6 us vs 15.7 re-checking them as a tuple.
 class TrustedMessages(Sequence["Message"]):
     """A read-only sequence of messages that were validated on their way in (a session's log).
 
@@ -451,6 +426,7 @@ def _to_messages(value: object) -> Sequence[Message]:
 
 #: Tool tuples already checked, by id (held here, so an id cannot be reused while listed): the loop
 #: sends the same tools every step, and a tuple of frozen schemas cannot change.
+#: (Kept: an LlmRequest with 12 tools, 2.1 us vs 11.3 checking them again.)
 _CHECKED_TOOLS: dict[int, tuple[FrozenDict, ...]] = {}
 
 
@@ -573,17 +549,7 @@ class LlmRequest:
 
     def to_json(self) -> dict[str, Any]:
         """The request as JSON, without ``signal``."""
-        return {
-            "provider": self.provider,
-            "model": self.model,
-            "messages": [message.to_json() for message in self.messages],
-            "system": self.system,
-            "tools": [thaw_json(tool) for tool in self.tools],
-            "max_tokens": self.max_tokens,
-            "temperature": self.temperature,
-            "reasoning_effort": self.reasoning_effort,
-            "session_id": self.session_id,
-        }
+        return _REQUEST_JSON.encode_plain(self)
 
     @classmethod
     def from_json(
@@ -593,35 +559,8 @@ class LlmRequest:
 
         :raises VocabularyError: naming the bad field.
         """
-        data = expect_object(data, field)
-        check_keys(data, _REQUEST_KEYS, field)
-        raw_messages = data.get("messages")
-        if not isinstance(raw_messages, list | tuple):
-            refuse(f"{field}.messages", "expected an array of messages")
-        raw_tools = data.get("tools", ())
-        if not isinstance(raw_tools, list | tuple):
-            refuse(f"{field}.tools", "expected an array of tool schemas")
-        tools = []
-        for index, schema in enumerate(raw_tools):
-            where = f"{field}.tools[{index}]"
-            try:
-                frozen = freeze_json_object(schema, where=field, root=where)
-            except JsonValueError as exc:
-                refuse(exc.path, exc.problem)
-            _check_tool(frozen, where)
-            tools.append(frozen)
-        return cls(
-            str_field(data, "provider", field),
-            str_field(data, "model", field),
-            [message_from_json(m, field=f"{field}.messages[{i}]") for i, m in enumerate(raw_messages)],
-            optional_str_field(data, "system", field),
-            tools,
-            optional_int_field(data, "max_tokens", field, minimum=1),
-            optional_number_field(data, "temperature", field, minimum=0.0),
-            optional_str_field(data, "reasoning_effort", field),
-            optional_str_field(data, "session_id", field),
-            signal=signal,
-        )
+        request: LlmRequest = _REQUEST_JSON.read(data, field)
+        return request if signal is None else attrs.evolve(request, signal=signal)
 
 
 (
@@ -638,19 +577,28 @@ class LlmRequest:
 ) = slot_setters(LlmRequest)
 
 
-_REQUEST_KEYS: Final = frozenset(
-    {
-        "provider",
-        "model",
-        "messages",
-        "system",
-        "tools",
-        "max_tokens",
-        "temperature",
-        "reasoning_effort",
-        "session_id",
-    }
+def _read_tool(value: object, path: str) -> FrozenDict:
+    """A tool schema ``{"name", "description", "parameters"}``, frozen."""
+    obj = expect_object(value, path)
+    try:
+        schema = freeze_json_object(obj, where=path, root=path)
+    except JsonValueError as exc:  # only when handed Python objects rather than parsed JSON
+        refuse(exc.path, exc.problem)
+    _check_tool(schema, path)
+    return schema
+
+
+_REQUEST_JSON: Final = ObjectCodec(
+    LlmRequest,
+    exclude=("signal",),
+    fields={
+        "messages": json_field(read=message_reader(), expected="an array of messages"),
+        "tools": json_field(read=_read_tool, expected="an array of tool schemas"),
+        "max_tokens": json_field(minimum=1),
+        "temperature": json_field(minimum=0.0),
+    },
 )
+_REQUEST_JSON.install_to_json()
 
 
 @attrs.frozen
@@ -660,7 +608,6 @@ class ModelInfo:
     context_window: int = attrs.field(validator=_positive, metadata=json_field(minimum=1))
     max_output_tokens: int = attrs.field(validator=_positive, metadata=json_field(minimum=1))
 
-    _json_codec: ClassVar[ObjectCodec]
 
     def to_json(self) -> dict[str, Any]:
         return _MODEL_INFO_JSON.encode_plain(self)
@@ -673,8 +620,7 @@ class ModelInfo:
 
 
 _MODEL_INFO_JSON: Final = ObjectCodec(ModelInfo)
-ModelInfo._json_codec = _MODEL_INFO_JSON
-
+_MODEL_INFO_JSON.install_to_json()
 
 
 @runtime_checkable

@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 import pytest
 
-from dsh_core import SurfaceOp, Text, ToolResultMessage, UserMessage, tool
+from dsh_core import Session, SessionEvent, SurfaceOp, Text, ToolResultMessage, UserMessage, tool
 from dsh_core.llm import Finish, TextDelta, ToolCallDelta, Usage
 from dsh_core.testing import ScriptedModel
 from dsh_core.vocabulary import AssistantMessage, ToolCall
@@ -226,3 +226,32 @@ async def test_configured_agent_resumes_its_stored_session(backend: Backend) -> 
         outcome = await agent.run("two")
         assert [e.data["turn"] for e in agent.session.events if e.type == "turn/start"] == [1, 2]
     assert outcome.text == "second"
+
+
+async def test_resume_checks_each_stored_event_once(backend: Backend, monkeypatch: pytest.MonkeyPatch) -> None:
+    """load() checks the stored events by append's rules and the resume's prepare takes that check over
+    (the loaded session carries it): over load and resume every event, crash repair's too, is checked once."""
+    async with backend.harness() as ctx:
+        session = await ctx.sessions.create("once")
+        session.append("inbox/queued", {"id": "q1", "kind": "send", "message": UserMessage("hi").to_json()})
+        session.append("turn/start", {"turn": 1})
+        session.append("user/message", {"message": UserMessage("hi").to_json(), "queued_id": "q1"})
+        reply = AssistantMessage(content=(Text("hello"),), provider="scripted", model="test")
+        session.append("assistant/message", {"turn": 1, "step": 1, "message": reply.to_json()})
+        session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+        session.append("turn/start", {"turn": 2})  # left open: the load closes it
+        await ctx.sessions.flush(session)
+    checked: list[int] = []
+    admit = Session._admit
+
+    def counting(self: Session, event: SessionEvent, *, validate: bool) -> SessionEvent:
+        checked.append(event.seq)  # from the loader's worker thread too: list.append is atomic
+        return admit(self, event, validate=validate)
+
+    monkeypatch.setattr(Session, "_admit", counting)
+    async with backend.harness(ScriptedModel()) as ctx:
+        async with await ctx.agents.resume("once", agent_options=MODEL) as handle:
+            events = list(handle.agent.session.events)
+            monkeypatch.undo()
+    assert [event.type for event in events[-1:]] == ["turn/end"]  # crash repair's
+    assert sorted(checked) == [event.seq for event in events]  # each stored event once, none skipped

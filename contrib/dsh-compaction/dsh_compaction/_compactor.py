@@ -25,16 +25,14 @@ import attrs
 
 from dsh_core import (
     AgentDisposedError,
-    AssistantMessage,
     CancelSignal,
     DshError,
     Message,
     SurfaceOp,
-    ToolResultMessage,
-    UserMessage,
 )
 from dsh_core.llm import Failure, FinishReason, ModelInfo, Usage
 from dsh_core.session_log import UserMessageEvent
+from dsh_core.vocabulary import ObjectCodec
 
 from ._config import DEFAULT_KEEP_RATIO, DEFAULT_SUMMARY_RATIO, CompactionConfig
 from ._estimate import LogFacts, Pressure, measure, message_tokens, text_tokens, tools_tokens
@@ -62,13 +60,6 @@ _T = TypeVar("_T")
 
 #: The share of the summarising model's window left unused by the request, for the estimate's error.
 _INPUT_MARGIN: Final = 0.9
-
-_READERS: Final[Mapping[str, Callable[..., Message]]] = {
-    "user": UserMessage.from_json,
-    "assistant": AssistantMessage.from_json,
-    "tool": ToolResultMessage.from_json,
-}
-
 
 class CompactionError(DshError, RuntimeError):
     """A compaction could not run (no model to measure with, or the history changed meanwhile)."""
@@ -112,22 +103,11 @@ class CompactionResult:
     summary: str
 
     def to_json(self) -> dict[str, Any]:
-        """The ``compaction/summary`` event data."""
-        return {
-            "reason": self.reason,
-            "turn": self.turn,
-            "step": self.step,
-            "start": self.start,
-            "end": self.end,
-            "shadowed_seqs": list(self.shadowed_seqs),
-            "message_seq": self.message_seq,
-            "tokens_before": self.tokens_before,
-            "tokens_after": self.tokens_after,
-            "context_window": self.context_window,
-            "model": self.model,
-            "usage": None if self.usage is None else self.usage.to_json(),
-            "finish": self.finish,
-        }
+        """The ``compaction/summary`` event data: every fact but the summary and its own seq."""
+        return _RESULT_JSON.encode_plain(self)
+
+
+_RESULT_JSON: Final = ObjectCodec(CompactionResult, exclude=("summary_seq", "summary"))
 
 
 class _AgentState:
@@ -487,8 +467,9 @@ class Compactor:
 
     @staticmethod
     def _message(session: Session, seq: int) -> Message:
-        raw: Mapping[str, Any] = session.events[seq].data["message"]  # type: ignore[assignment]  # checked at append
-        return _READERS[raw["role"]](raw)
+        # A model-visible event's payload carries its message (read from data once, or as appended).
+        message: Message = session.events[seq].payload.message  # type: ignore[union-attr]
+        return message
 
     # ------------------------------------------------------------------ one at a time
 

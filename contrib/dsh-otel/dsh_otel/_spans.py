@@ -13,7 +13,9 @@ agent's own task); a sub-agent's prompt is sent inside the parent's ``task`` too
 Cost: the tracker reads each event's typed payload (never ``event.data``, which would build the
 event's JSON for nothing), builds a request's constant attributes and metric attribute sets once
 per model configuration, and makes one SDK call per span (a chat span is started and ended when
-its request ends, with every attribute at once). Content is only rendered for a turn that records.
+its request ends, with every attribute at once and the times it already has); parents are given as
+an explicit context and the points are recorded in one with no span. Content is only rendered for a
+turn that records.
 """
 
 from __future__ import annotations
@@ -100,6 +102,12 @@ _ENDINGS: Final[Mapping[str, str]] = {
 _FINISH_TUPLES: Final[Mapping[str, tuple[str]]] = {reason: (word,) for reason, word in FINISH_REASONS.items()}
 
 _NO_CONFIG: Final = LlmCallConfig(provider="unknown", model="unknown")
+
+#: the context every metric point is recorded in: no span. The agent's task inherits the span that
+#: was current where the agent was made (an application's, a parent agent's tool call), and the
+#: SDK's default trace-based exemplar filter would link the point to that unrelated span, at the
+#: cost of an exemplar. (Not an empty Context: the SDK takes a falsy one for "none given".)
+_NO_SPAN: Final = trace.set_span_in_context(trace.INVALID_SPAN, otel_context.Context())
 
 Handler = Callable[["_Session", Any], None]
 
@@ -468,15 +476,15 @@ class SpanTracker:
         end_ns = self._chat_span(turn, chat, error_type) if turn.traced else time.time_ns()
         usage = chat.usage
         if usage is not None:
-            self._tokens.record(usage.input_tokens, request.input_points)
-            self._tokens.record(usage.output_tokens, request.output_points)
+            self._tokens.record(usage.input_tokens, request.input_points, _NO_SPAN)
+            self._tokens.record(usage.output_tokens, request.output_points, _NO_SPAN)
         points = request.points
         if error_type is not None:
             failed = request.failed_points.get(error_type)
             if failed is None:
                 failed = request.failed_points[error_type] = {**points, "error.type": error_type}
             points = failed
-        self._duration.record((end_ns - chat.start_ns) / 1e9, points)
+        self._duration.record((end_ns - chat.start_ns) / 1e9, points, _NO_SPAN)
 
     def _chat_span(self, turn: _Turn, chat: _Chat, error_type: str | None) -> int:
         """Start and end the request's span in one go, with every attribute; returns its end time."""

@@ -345,3 +345,23 @@ async def test_a_plugin_error_is_an_exception_event_on_the_turn(telemetry: Telem
     chat = telemetry.one("chat deepseek-v4-flash")  # the second request was never made
     assert chat.status.status_code is StatusCode.UNSET
     assert telemetry.one("execute_tool add").status.status_code is StatusCode.UNSET
+
+
+async def test_points_carry_no_exemplar_even_for_an_agent_made_inside_a_span(telemetry: Telemetry) -> None:
+    """The agent's task inherits the span current where it was made; its points are not linked to that span.
+
+    The SDK's default exemplar filter keeps an exemplar for a point recorded where a sampled span is
+    current: the points are recorded in no span's context, so none points at an unrelated span.
+    """
+    tracer = telemetry.tracer_provider.get_tracer("app")
+    model = ScriptedModel([ScriptedModel.text("done", usage=Usage(10, 2))])
+    async with running(telemetry, model) as (ctx, _):
+        with tracer.start_as_current_span("make the agent"):
+            async with await ctx.agents.create("agent-1", agent_options=MODEL) as handle:
+                await handle.agent.run("hello")
+    points = [
+        *telemetry.points("gen_ai.client.token.usage"),
+        *telemetry.points("gen_ai.client.operation.duration"),
+    ]
+    assert len(points) == 3
+    assert [point.exemplars for point in points] == [[], [], []]

@@ -13,12 +13,14 @@ from ._plugin import PermissionsPlugin as PermissionsPlugin
 from ._policy import Permissions as Permissions
 from ._rules import Verdict as Verdict
 from ._sandbox import BwrapSandbox as BwrapSandbox
+from ._sandbox import Confinement as Confinement
 from ._sandbox import SandboxStatus as SandboxStatus
 from ._sandbox import SandboxUnavailableError as SandboxUnavailableError
 
 __all__ = [
     "Action",
     "BwrapSandbox",
+    "Confinement",
     "Mode",
     "Permissions",
     "PermissionsConfig",

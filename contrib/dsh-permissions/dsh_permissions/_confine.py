@@ -3,15 +3,14 @@
 ``confined_argv`` is pure: the probe (``_sandbox``) decides which of bubblewrap's features work
 here (a ``Profile``), and this module turns a command into the argv that runs it so::
 
-    [sh -c 'exec "$@" 3<<EOF ... P ... EOF' sh]                                     (root)
     bwrap --unshare-pid --unshare-ipc --unshare-user --disable-userns --unshare-net
           --cap-drop ALL --die-with-parent --new-session
           --ro-bind /usr /usr  --symlink usr/bin /bin ...  --ro-bind /etc /etc ...   system, read-only
           --dev /dev --proc /proc --ro-bind /proc/sys /proc/sys                      its own
           --tmpfs /tmp --tmpfs /var/tmp [--tmpfs $HOME]
-          [--file 3 /../oldroot/proc/sys/kernel/pid_max]                             (root)
+          [--file FD /../oldroot/proc/sys/kernel/pid_max]                            (root)
           --bind <workspace> <workspace>             (read-only mode: --ro-bind)
-          --ro-bind <empty file> /etc/shadow  --tmpfs ~/.ssh --remount-ro ~/.ssh ... hidden paths
+          --ro-bind <empty file> /etc/shadow  --ro-bind <empty dir> /etc/ssl/private ...  hidden paths
           --remount-ro / --chdir <workspace>
           -- [prlimit --nproc=N+1:N+1 --] <argv>                                  (not root)
 
@@ -19,17 +18,23 @@ Nothing else of the host is mounted: ``/run``, ``/var/run``, the host's ``/tmp``
 ``/var/tmp`` and home directories (where Unix sockets live) do not exist inside.
 
 As root the process cap is the pid namespace's own ``pid_max`` (RLIMIT_NPROC never limits uid
-0). bwrap writes it while it sets the sandbox up, before the command starts: ``--file 3`` copies
-the number from a here-document that ``sh`` opened on descriptor 3 (the one exec this costs; the
-workspace passes no descriptor of ours) into ``pid_max``, reached through the host's ``/proc``
-that bwrap still holds at ``/oldroot`` then; the value belongs to the pid namespace of the
-writer, bwrap's init. ``/proc/sys`` is read-only inside, so the command cannot raise it again
+0). bwrap writes it while it sets the sandbox up, before the command starts: ``--file FD`` copies
+the number from a pipe that the sandbox filled and hands to bwrap as descriptor ``FD`` (the
+workspace passes it on: ``Confinement.pass_fds``) into ``pid_max``, reached through the host's
+``/proc`` that bwrap still holds at ``/oldroot`` then; the value belongs to the pid namespace of
+the writer, bwrap's init. ``/proc/sys`` is read-only inside, so the command cannot raise it again
 (nor change any other kernel setting: a sysctl write needs only euid 0, no capability).
+
+Each mount costs bwrap a read of the whole mount table, so a hidden path is mounted over only
+where the command could see it (below the workspace or a mounted host directory). Elsewhere (a
+private home, or a directory that is not mounted at all) nothing of the host is there, and an
+empty directory is made in its place without a mount (``--dir``).
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable, Sequence
 from typing import Final, Literal, TypeAlias
 
@@ -88,7 +93,7 @@ _PID_MAX_PATH: Final = "/../oldroot/proc/sys/kernel/pid_max"
 
 @attrs.frozen(kw_only=True)
 class Profile:
-    """Which bubblewrap features work here, as the probe found them, and the helpers they need."""
+    """Which bubblewrap features work here, as the probe found them, and the helper they need."""
 
     bwrap: str
     #: a user namespace of its own (``--unshare-user``)
@@ -98,7 +103,7 @@ class Profile:
     #: how ``max_processes`` is enforced: RLIMIT_NPROC counted in the sandbox's user namespace
     #: (not root), the pid namespace's pid_max (root: RLIMIT_NPROC never limits uid 0), or not at all
     process_cap: Literal["rlimit", "pid-max"] | None = "rlimit"
-    #: ``prlimit`` (rlimit) or ``sh`` (pid-max), absolute paths
+    #: ``prlimit``'s absolute path (rlimit)
     helper: tuple[str, ...] = ()
 
     def missing(self) -> tuple[Guarantee, ...]:
@@ -130,28 +135,44 @@ def _within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def system_mounts(read_only: Sequence[str] = ()) -> tuple[str, ...]:
-    """The bwrap arguments that show the system directories present here, and ``read_only``, read-only.
+def system_mounts() -> tuple[str, ...]:
+    """The bwrap arguments that show the system directories present here, read-only.
 
     They depend only on the host's layout, so a sandbox computes them once (``confined_argv``'s
     ``system``); the hidden paths, which the user may create at any time, are looked at per command.
     """
     args: list[str] = []
-    for path in (*SYSTEM_DIRS, *read_only):
-        if os.path.islink(path) and path in SYSTEM_DIRS:
+    for path in SYSTEM_DIRS:
+        if os.path.islink(path):
             args += ["--symlink", os.readlink(path), path]  # merged /usr: /bin -> usr/bin
         elif os.path.exists(path):
             args += ["--ro-bind", path, path]
     return tuple(args)
 
 
-def _hidden_mounts(hidden: Sequence[str], empty_file: str) -> list[str]:
+def _hidden_mounts(hidden: Sequence[str], shown: Sequence[str], empty_file: str, empty_dir: str) -> list[str]:
+    """An empty file or directory in place of each hidden path that exists on the host.
+
+    Mounted over only where the command could see the host's (below, or above, a directory in
+    ``shown``); elsewhere nothing of the host is there, and a directory is just made (no mount).
+    """
     args: list[str] = []
     for path in hidden:
-        if os.path.isdir(path):
-            args += ["--tmpfs", path, "--remount-ro", path]
-        elif os.path.lexists(path):
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:  # missing: nothing to hide
+            continue
+        if stat.S_ISLNK(mode):
+            try:
+                mode = os.stat(path).st_mode  # where it leads decides
+            except OSError:  # dangling: an empty file in its place
+                mode = stat.S_IFREG
+        if not stat.S_ISDIR(mode):
             args += ["--ro-bind", empty_file, path]
+        elif any(_within(path, root) or _within(root, path) for root in shown):
+            args += ["--ro-bind", empty_dir, path]
+        else:
+            args += ["--dir", path]
     return args
 
 
@@ -164,26 +185,29 @@ def confined_argv(
     max_processes: int,
     hidden: Sequence[str],
     empty_file: str,
+    empty_dir: str,
     home: str | None,
     read_only: Sequence[str] = (),
     system: Sequence[str] | None = None,
     network: bool = False,
+    pid_max_fd: int | None = None,
 ) -> list[str]:
     """``argv`` run in ``cwd`` (the workspace, writable when ``writable``) inside the sandbox ``profile`` allows.
 
-    ``system`` is ``system_mounts(read_only)`` computed earlier; ``None`` computes it now.
+    ``system`` is ``system_mounts()`` computed earlier; ``None`` computes it now. ``read_only``
+    directories (those present) are shown read-only, after the private ``/tmp`` and home, so that
+    they may lie there (``~/.rustup``).
+    ``pid_max_fd`` (the pid-max cap) is a descriptor bwrap inherits, holding ``pid_max_for(max_processes)``.
+    ``empty_file`` and ``empty_dir`` are what a hidden file or directory shows inside.
     """
-    wrapper: list[str] = []
     command = list(argv)
     if profile.process_cap == "rlimit":
         # Counted per (user namespace, uid): the limit covers the sandbox's init and the command's processes.
         (prlimit,) = profile.helper
         command = [prlimit, f"--nproc={max_processes + 1}:{max_processes + 1}", "--", *command]
-    elif profile.process_cap == "pid-max":
-        (sh,) = profile.helper
-        # The number reaches bwrap on descriptor 3, a here-document (a pipe: no file to clean up).
-        script = f'exec "$@" 3<<EOF\n{pid_max_for(max_processes)}\nEOF\n'
-        wrapper = [sh, "-c", script, "sh"]
+    elif profile.process_cap == "pid-max" and pid_max_fd is None:
+        msg = "the pid-max process cap needs the descriptor that hands bwrap the pid_max (pid_max_fd)"
+        raise ValueError(msg)
     # The namespaces that keep something from the command: not cgroup (slow to make; /sys is not
     # mounted) nor UTS (without a capability the hostname cannot be changed anyway).
     args = [profile.bwrap, "--unshare-pid", "--unshare-ipc"]
@@ -194,21 +218,24 @@ def confined_argv(
     if not network:
         args.append("--unshare-net")
     args += ["--cap-drop", "ALL", "--die-with-parent", "--new-session"]
-    args += system_mounts(read_only) if system is None else system
+    args += system_mounts() if system is None else system
     # /proc/sys read-only (bwrap leaves it writable): as root, a command could otherwise change
     # host-wide kernel settings (core_pattern runs a program as the host's root) and its pid_max.
     # The bind's source is the host's /proc/sys; what a read shows follows the reader's namespaces.
     args += ["--dev", "/dev", "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys"]
     args += ["--tmpfs", "/tmp", "--tmpfs", "/var/tmp"]
     if profile.process_cap == "pid-max":
-        args += ["--file", "3", _PID_MAX_PATH]
+        args += ["--file", str(pid_max_fd), _PID_MAX_PATH]
     # The home directory is an empty one of its own, unless the workspace shows it (then the hidden
     # paths below cover its secrets). Mounted before the workspace, which may lie inside it.
     if home and home != "/" and not _within(home, cwd) and not any(_within(home, d) for d in SYSTEM_DIRS):
         args += ["--tmpfs", home]
-    # The workspace comes after the tmpfs mounts, so that a workspace below /tmp or ~ stays visible.
+    # The workspace and read_only come after the tmpfs mounts, so that they may lie below /tmp or ~.
+    for path in read_only:
+        if os.path.exists(path):
+            args += ["--ro-bind", path, path]
     args += ["--bind" if writable else "--ro-bind", cwd, cwd]
-    args += _hidden_mounts(hidden, empty_file)
+    args += _hidden_mounts(hidden, (*SYSTEM_DIRS, *read_only, cwd), empty_file, empty_dir)
     # bwrap's own root (a tmpfs holding the mount points) becomes read-only; the mounts keep theirs.
     args += ["--remount-ro", "/", "--chdir", cwd, "--", *command]
-    return [*wrapper, *args]
+    return args

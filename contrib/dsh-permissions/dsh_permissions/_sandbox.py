@@ -37,7 +37,7 @@ from ._confine import GUARANTEES, Guarantee, Profile, confined_argv, hidden_path
 if TYPE_CHECKING:
     from dsh_core import ToolExecution
 
-__all__ = ["BwrapSandbox", "SandboxStatus", "SandboxUnavailableError"]
+__all__ = ["BwrapSandbox", "Confinement", "SandboxStatus", "SandboxUnavailableError"]
 
 logger = logging.getLogger("dsh.permissions")
 
@@ -70,6 +70,18 @@ class SandboxStatus:
     profile: Profile | None = None
 
 
+@attrs.frozen
+class Confinement:
+    """A confined command: the argv to run, and descriptors it must inherit (the workspace's ``Confined``).
+
+    ``pass_fds`` are fresh for each command and belong to the caller, who hands them to the
+    process (as ``subprocess``'s ``pass_fds``) and closes them once it has started or failed to.
+    """
+
+    argv: tuple[str, ...]
+    pass_fds: tuple[int, ...] = ()
+
+
 def _kernel() -> tuple[int, ...]:
     release = os.uname().release
     numbers = re.match(r"(\d+)\.(\d+)", release)
@@ -84,6 +96,22 @@ def _read_pid_max() -> str:
 def _write_pid_max(value: str) -> None:
     with open("/proc/sys/kernel/pid_max", "w") as file:
         file.write(value)
+
+
+def _pipe_holding(data: bytes) -> int:
+    """The read end of a pipe holding ``data`` (then end of file): what ``bwrap --file`` reads.
+
+    Not inheritable: only a process it is passed to explicitly gets it.
+    """
+    read, write = os.pipe()
+    try:
+        os.write(write, data)  # a few bytes: the pipe's buffer takes them at once
+    except BaseException:
+        os.close(read)
+        raise
+    finally:
+        os.close(write)
+    return read
 
 
 class BwrapSandbox:
@@ -138,7 +166,7 @@ class BwrapSandbox:
             shutil.rmtree(private, ignore_errors=True)
 
     def _private_dir(self) -> str:
-        """A directory with an empty, read-only file: what a hidden file looks like inside."""
+        """A directory with an empty, read-only file and directory: what hidden paths look like inside."""
         if self._private is None:
             private = tempfile.mkdtemp(prefix="dsh-sandbox-")
             os.chmod(private, 0o755)  # bwrap may run as another user (run_as)
@@ -146,8 +174,36 @@ class BwrapSandbox:
             with open(empty, "x"):
                 pass
             os.chmod(empty, 0o444)
+            os.mkdir(empty + ".d", 0o555)
             self._private = private
         return self._private
+
+    def _confined(self, profile: Profile, argv: Sequence[str], *, cwd: str, writable: bool) -> Confinement:
+        """``argv`` confined by ``profile``, with a fresh pipe holding the pid_max when the cap needs one."""
+        private = self._private_dir()
+        pid_max_fd = None
+        if profile.process_cap == "pid-max":
+            pid_max_fd = _pipe_holding(b"%d\n" % pid_max_for(self._max_processes))
+        try:
+            confined = confined_argv(
+                profile,
+                argv,
+                cwd=cwd,
+                writable=writable,
+                max_processes=self._max_processes,
+                hidden=self._hidden,
+                empty_file=os.path.join(private, "empty"),
+                empty_dir=os.path.join(private, "empty.d"),
+                home=self._home,
+                read_only=self._read_only,
+                system=self._system_mounts(),
+                pid_max_fd=pid_max_fd,
+            )
+        except BaseException:
+            if pid_max_fd is not None:
+                os.close(pid_max_fd)
+            raise
+        return Confinement((*self._run_as, *confined), () if pid_max_fd is None else (pid_max_fd,))
 
     # ------------------------------------------------------------------ the probe
 
@@ -181,10 +237,7 @@ class BwrapSandbox:
                 "(6.14 or later is needed; RLIMIT_NPROC does not limit root)"
             )
             return Profile(bwrap=bwrap, process_cap=None), why
-        sh = shutil.which("sh")
-        if sh is None:
-            return Profile(bwrap=bwrap, process_cap=None), "no sh on PATH (it hands bwrap the pid_max)"
-        return Profile(bwrap=bwrap, process_cap="pid-max", helper=(sh,)), None
+        return Profile(bwrap=bwrap, process_cap="pid-max"), None
 
     async def _probe(self) -> SandboxStatus:
         executable = shutil.which(self._bwrap)
@@ -224,26 +277,20 @@ class BwrapSandbox:
 
     async def _try(self, profile: Profile, private: str) -> int | str:
         """Run the probe in ``profile``: the CapEff inside, or why it failed (the pid_max it sets included)."""
-        argv = [
-            *self._run_as,
-            *confined_argv(
-                profile,
-                ["cat", "/proc/self/status", "/proc/sys/kernel/pid_max"],
-                cwd=private,
-                writable=False,
-                max_processes=self._max_processes,
-                hidden=self._hidden,
-                empty_file=os.path.join(private, "empty"),
-                home=self._home,
-                read_only=self._read_only,
-            ),
-        ]
+        probe = ["cat", "/proc/self/status", "/proc/sys/kernel/pid_max"]
+        confinement = self._confined(profile, probe, cwd=private, writable=False)
         before = _read_pid_max() if profile.process_cap == "pid-max" else None
-        with anyio.move_on_after(_PROBE_LIMIT) as deadline:
-            try:
-                done = await anyio.run_process(argv, check=False, stdin=subprocess.DEVNULL)
-            except OSError as exc:
-                return f"{profile.bwrap} could not be started ({exc.strerror or exc})"
+        try:
+            with anyio.move_on_after(_PROBE_LIMIT) as deadline:
+                try:
+                    done = await anyio.run_process(
+                        confinement.argv, check=False, stdin=subprocess.DEVNULL, pass_fds=confinement.pass_fds
+                    )
+                except OSError as exc:
+                    return f"{profile.bwrap} could not be started ({exc.strerror or exc})"
+        finally:
+            for fd in confinement.pass_fds:
+                os.close(fd)
         if deadline.cancelled_caught:
             return f"{profile.bwrap} did not finish its probe within {_PROBE_LIMIT:g} s"
         if before is not None and _read_pid_max() != before:  # never expected on Linux >= 6.14
@@ -276,8 +323,10 @@ class BwrapSandbox:
             "sandbox = 'auto' to run commands with the confinement that works here"
         )
 
-    async def wrap(self, argv: Sequence[str], *, cwd: str, execution: ToolExecution) -> list[str]:
-        """The argv that runs ``argv`` as the agent's mode says: confined, or as it is.
+    async def wrap(self, argv: Sequence[str], *, cwd: str, execution: ToolExecution) -> list[str] | Confinement:
+        """What runs ``argv`` as the agent's mode says: a ``Confinement``, or ``argv`` as it is.
+
+        A ``Confinement``'s ``pass_fds`` belong to the caller (the workspace closes them).
 
         :raises SandboxUnavailableError: when the sandbox is required and a guarantee does not hold.
         """
@@ -303,27 +352,12 @@ class BwrapSandbox:
         profile = status.profile
         if profile is None:
             return list(argv)
-        private = self._private_dir()
-        return [
-            *self._run_as,
-            *confined_argv(
-                profile,
-                argv,
-                cwd=cwd,
-                writable=mode == "workspace-write",
-                max_processes=self._max_processes,
-                hidden=self._hidden,
-                empty_file=os.path.join(private, "empty"),
-                home=self._home,
-                read_only=self._read_only,
-                system=self._system_mounts(),
-            ),
-        ]
+        return self._confined(profile, argv, cwd=cwd, writable=mode == "workspace-write")
 
     def _system_mounts(self) -> tuple[str, ...]:
         """The system directories' mounts, looked up on first use (the host's layout does not change under us)."""
         if self._system is None:
-            self._system = system_mounts(self._read_only)
+            self._system = system_mounts()
         return self._system
 
 

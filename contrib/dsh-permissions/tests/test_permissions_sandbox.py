@@ -14,8 +14,9 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 import pytest
-from dsh_permissions import BwrapSandbox, SandboxStatus, SandboxUnavailableError
+from dsh_permissions import BwrapSandbox, Confinement, SandboxStatus, SandboxUnavailableError
 from dsh_permissions._confine import Profile, confined_argv, pid_max_for
+from dsh_workspace import Confined
 
 from dsh_core import CancelSignal, Context, ToolExecution, ToolResult
 
@@ -304,43 +305,132 @@ async def test_sandbox_off_never_wraps(start: Start, ws: Path) -> None:
 
 
 def test_confined_argv_mounts_the_workspace_after_tmp_and_hides_last(tmp_path: Path) -> None:
-    """Private /tmp and home first, then the workspace, then the hidden paths; no network, no capability."""
-    secret = tmp_path / "secret.txt"
+    """Private /tmp and home first, then read_only and the workspace, then the hidden paths; no network, no capability.
+
+    A hidden path is mounted over where the command could see it (here, in the workspace), and
+    only made, as an empty directory, where nothing of the host shows (a directory not mounted).
+    """
+    ws = tmp_path / "w"
+    (ws / ".ssh").mkdir(parents=True)
+    secret = ws / "secret.txt"
     secret.write_text("x")
+    elsewhere = tmp_path / "keys"
+    elsewhere.mkdir()
+    hidden = [str(secret), str(ws / ".ssh"), str(elsewhere), str(tmp_path / "missing")]
     profile = Profile(bwrap="bwrap", process_cap="rlimit", helper=("prlimit",))
     argv = confined_argv(
-        profile, ["bash", "-c", "ls"], cwd="/w", writable=True, max_processes=7, hidden=[str(secret), str(tmp_path)],
-        empty_file="/e", home="/home/u",
+        profile, ["bash", "-c", "ls"], cwd=str(ws), writable=True, max_processes=7, hidden=hidden,
+        empty_file="/e", empty_dir="/e.d", home="/home/u", read_only=[str(tmp_path)],
     )  # fmt: skip
     assert argv[:10] == ["bwrap", "--unshare-pid", "--unshare-ipc", "--unshare-user", "--disable-userns",
                          "--unshare-net", "--cap-drop", "ALL", "--die-with-parent", "--new-session"]  # fmt: skip
     tail = argv[argv.index("/proc") + 1 :]
     assert tail == [
-        "--ro-bind", "/proc/sys", "/proc/sys", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/home/u", "--bind", "/w", "/w",
-        "--ro-bind", "/e", str(secret), "--tmpfs", str(tmp_path), "--remount-ro", str(tmp_path),
-        "--remount-ro", "/", "--chdir", "/w", "--", "prlimit", "--nproc=8:8", "--", "bash", "-c", "ls",
+        "--ro-bind", "/proc/sys", "/proc/sys", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/home/u",
+        "--ro-bind", str(tmp_path), str(tmp_path), "--bind", str(ws), str(ws),
+        "--ro-bind", "/e", str(secret), "--ro-bind", "/e.d", str(ws / ".ssh"), "--ro-bind", "/e.d", str(elsewhere),
+        "--remount-ro", "/", "--chdir", str(ws), "--", "prlimit", "--nproc=8:8", "--", "bash", "-c", "ls",
+    ]  # fmt: skip
+    unmounted = confined_argv(
+        profile, ["x"], cwd=str(ws), writable=True, max_processes=7, hidden=hidden, empty_file="/e",
+        empty_dir="/e.d", home=None,
+    )  # fmt: skip
+    assert unmounted[unmounted.index(str(secret)) + 1 : unmounted.index("--remount-ro")] == [
+        "--ro-bind", "/e.d", str(ws / ".ssh"), "--dir", str(elsewhere),
     ]  # fmt: skip
     read_only = confined_argv(
-        profile, ["x"], cwd="/w", writable=False, max_processes=7, hidden=[], empty_file="/e", home="/w/home"
-    )
+        profile, ["x"], cwd="/w", writable=False, max_processes=7, hidden=[], empty_file="/e", empty_dir="/e.d",
+        home="/w/home",
+    )  # fmt: skip
     assert read_only[read_only.index("/var/tmp") + 1 : read_only.index("/var/tmp") + 4] == ["--ro-bind", "/w", "/w"]
 
 
 def test_confined_argv_as_root_caps_processes_with_pid_max() -> None:
-    """As root, bwrap writes its pid namespace's pid_max (handed over by sh on fd 3) before the command starts."""
-    profile = Profile(bwrap="bwrap", process_cap="pid-max", helper=("sh",))
-    argv = confined_argv(profile, ["x"], cwd="/w", writable=True, max_processes=512, hidden=[], empty_file="/e", home=None)
-    assert argv[:6] == ["sh", "-c", 'exec "$@" 3<<EOF\n514\nEOF\n', "sh", "bwrap", "--unshare-pid"]
+    """As root, bwrap writes its pid namespace's pid_max (read from the descriptor it is handed) before the command starts."""
+    profile = Profile(bwrap="bwrap", process_cap="pid-max")
+    argv = confined_argv(
+        profile, ["x"], cwd="/w", writable=True, max_processes=512, hidden=[], empty_file="/e", empty_dir="/e.d",
+        home=None, pid_max_fd=7,
+    )  # fmt: skip
+    assert argv[:2] == ["bwrap", "--unshare-pid"]  # bwrap itself, no wrapper process
     at = argv.index("--file")
-    assert argv[at : at + 3] == ["--file", "3", "/../oldroot/proc/sys/kernel/pid_max"]
+    assert argv[at : at + 3] == ["--file", "7", "/../oldroot/proc/sys/kernel/pid_max"]
     assert argv.index("--unshare-pid") < at  # the value belongs to the pid namespace of bwrap's init
     assert argv[argv.index("/proc/sys") - 1 : argv.index("/proc/sys") + 2] == ["--ro-bind", "/proc/sys", "/proc/sys"]
     assert "prlimit" not in argv
     assert argv[-2:] == ["--", "x"]
-    small = confined_argv(profile, ["x"], cwd="/w", writable=True, max_processes=5, hidden=[], empty_file="/e", home=None)
-    assert small[2] == 'exec "$@" 3<<EOF\n301\nEOF\n'
+    with pytest.raises(ValueError, match="pid_max_fd"):
+        confined_argv(profile, ["x"], cwd="/w", writable=True, max_processes=5, hidden=[], empty_file="/e",
+                      empty_dir="/e.d", home=None)  # fmt: skip
     assert pid_max_for(5) == 301
     assert pid_max_for(350) == 352
+
+
+async def test_wrap_hands_the_pid_max_on_a_fresh_pipe_that_the_bash_call_closes(
+    start: Start, ws: Path, bwrap_problem: str | None
+) -> None:
+    """As root, each confined command gets its own pipe holding the pid_max; the workspace closes it after the start.
+
+    No descriptor is left open in the harness however many commands ran, and none reaches the
+    command. (A normal user's cap is RLIMIT_NPROC, which needs no descriptor.)
+    """
+    if bwrap_problem is not None:
+        await fails_closed_instead(start, ws, bwrap_problem)
+        return
+    as_root = os.geteuid() == 0
+    async with start(sandbox="required") as ctx:
+        execution = ToolExecution(call_id="c", name="bash", arguments="{}", agent_id="a1")
+        first = await ctx.sandbox.wrap(["bash", "-c", "true"], cwd=str(ws), execution=execution)
+        second = await ctx.sandbox.wrap(["bash", "-c", "true"], cwd=str(ws), execution=execution)
+        assert isinstance(first, Confinement)
+        assert isinstance(second, Confinement)
+        assert isinstance(first, Confined)  # the workspace's shape
+        try:
+            assert len(first.pass_fds) == len(second.pass_fds) == (1 if as_root else 0)
+            for fd in first.pass_fds:
+                assert fd not in second.pass_fds
+                assert not os.get_inheritable(fd)  # only the process it is passed to gets it
+                assert first.argv[first.argv.index("--file") + 1] == str(fd)
+                assert os.read(fd, 100) == b"514\n"
+                assert os.read(fd, 100) == b""  # then end of file: the writing end is closed
+        finally:
+            for fd in (*first.pass_fds, *second.pass_fds):
+                os.close(fd)
+        await run(ctx, ws, "true")  # the probe has run
+        before = sorted(os.listdir("/proc/self/fd"))
+        for _ in range(3):
+            await run(ctx, ws, "true")
+        result = await run(ctx, ws, "cat /proc/sys/kernel/pid_max; ls /proc/self/fd")
+        after = sorted(os.listdir("/proc/self/fd"))
+    lines = text(result).splitlines()
+    if as_root:
+        assert lines[0] == "514"
+    assert lines[1:5] == ["0", "1", "2", "3"]  # ls's own and the standard ones: the pipe did not reach the command
+    assert lines[5].startswith("[exit code 0"), lines
+    assert after == before
+
+
+async def test_read_only_paths_show_even_below_the_private_home(
+    start: Start, ws: Path, tmp_path: Path, bwrap_problem: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read_only_paths entry in the home directory (a toolchain in ~/.rustup) is readable, and read-only, inside."""
+    if bwrap_problem is not None:
+        await fails_closed_instead(start, ws, bwrap_problem)
+        return
+    home = tmp_path / "home"
+    (home / ".tool").mkdir(parents=True)
+    (home / ".tool" / "version").write_text("1.2.3\n")
+    (home / "notes.txt").write_text("ordinary\n")
+    monkeypatch.setenv("HOME", str(home))
+    async with start(sandbox="required", read_only_paths=["~/.tool"]) as ctx:
+        result = await run(
+            ctx, ws, "cat ~/.tool/version; echo x > ~/.tool/version; echo write=$?; cat ~/notes.txt; echo home=$?"
+        )
+    output = text(result)
+    assert output.startswith("1.2.3\n"), output
+    assert "write=1" in output
+    assert "home=1" in output  # the rest of the home directory is a private, empty one
+    assert (home / ".tool" / "version").read_text() == "1.2.3\n"
 
 
 async def test_status_is_probed_once(tmp_path: Path) -> None:

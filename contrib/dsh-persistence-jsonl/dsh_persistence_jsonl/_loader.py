@@ -31,7 +31,7 @@ import attrs
 
 from dsh_core import EventDataError, FrozenDict, SessionEvent, StoredLogError, UserMessage
 from dsh_core import repair_events as core_repair_events
-from dsh_core.session_log import TurnStartEvent, UserMessageEvent, check_log
+from dsh_core.session_log import CheckedLog, TurnStartEvent, UserMessageEvent, check_log
 from dsh_core.vocabulary import frozen_trusted
 
 from ._errors import SessionCorruptError
@@ -50,6 +50,8 @@ class StoredLog:
     valid_size: int
     #: bytes in the file (more than ``valid_size`` when the tail is torn)
     size: int
+    #: what ``check_log`` returned for ``events``, for the resume's ``prepare`` (not compared)
+    checked: CheckedLog | None = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def torn(self) -> int:
@@ -168,14 +170,14 @@ def _parse(path: Path, data: bytes) -> StoredLog:
         if event is None:
             _strict(path, index, line)
         append(event)
-    _check_rules(path, header, events)
-    return StoredLog(header, tuple(events), valid_size, len(data))
+    checked = _check_rules(path, header, events)
+    return StoredLog(header, tuple(events), valid_size, len(data), checked)
 
 
-def _check_rules(path: Path, header: Header, events: Sequence[SessionEvent]) -> None:
+def _check_rules(path: Path, header: Header, events: Sequence[SessionEvent]) -> CheckedLog:
     """Every event through the checks of ``session.append`` (see the module docstring)."""
     try:
-        check_log(header.id, header.meta, events)
+        return check_log(header.id, header.meta, events)
     except EventDataError as exc:
         seq = exc.seq if exc.seq is not None else len(events) - 1
         _corrupt(path, seq + 2, str(exc), event_type=exc.event_type, field=exc.field or None)

@@ -173,6 +173,7 @@ class JsonlSessionStore:
             path=path,
             repaired=repaired,
             truncated=stored.torn,
+            checked=stored.checked,
         )
 
     def release(self, session_id: str) -> None:
@@ -245,6 +246,7 @@ class JsonlSessionStore:
             path=path,
             repaired=repaired,
             truncated=stored.torn,
+            checked=stored.checked,
         )
         assert held.lock is not None  # taken by _load_blocking before it read the file
         held.reservation = Reservation(held.lock, len(events), events[-1] if events else None, size)

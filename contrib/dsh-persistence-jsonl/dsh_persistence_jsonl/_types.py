@@ -8,6 +8,7 @@ import attrs
 
 from dsh_core import SessionEvent
 from dsh_core.services.sessions import SessionMeta
+from dsh_core.session_log import CheckedLog
 
 __all__ = ["LoadedSession", "RepairReport", "SessionInfo"]
 
@@ -18,6 +19,8 @@ class LoadedSession:
 
     ``events`` is the whole log, the repair events included; ``repaired`` repeats those (empty
     when the log ended cleanly) and ``truncated`` counts the bytes of torn tail that were dropped.
+    ``checked`` is what ``check_log`` returned for the stored events: the resume hands it to
+    ``prepare``, so that they are not checked twice.
     """
 
     id: str
@@ -27,6 +30,7 @@ class LoadedSession:
     path: Path
     repaired: tuple[SessionEvent, ...] = ()
     truncated: int = 0
+    checked: CheckedLog | None = attrs.field(default=None, eq=False, repr=False)
 
 
 @attrs.frozen(kw_only=True)

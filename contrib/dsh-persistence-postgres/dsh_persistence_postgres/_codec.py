@@ -23,7 +23,7 @@ import attrs
 import orjson
 
 from dsh_core import EventDataError, FrozenDict, SessionEvent, SessionMeta, UserMessage
-from dsh_core.session_log import TurnStartEvent, UserMessageEvent, check_log
+from dsh_core.session_log import CheckedLog, TurnStartEvent, UserMessageEvent, check_log
 from dsh_core.vocabulary import frozen_trusted
 
 from ._errors import SessionCorruptError
@@ -142,13 +142,15 @@ def decode_event(session_id: str, seq: int, kind: str, time: float, text: str) -
         _corrupt(session_id, seq, str(exc))
 
 
-def check_events(session_id: str, meta: SessionMeta, events: Sequence[SessionEvent]) -> None:
+def check_events(session_id: str, meta: SessionMeta, events: Sequence[SessionEvent]) -> CheckedLog:
     """Every event through the checks of ``session.append`` (data rules, turns, surfaces), in order.
+
+    Returns what ``check_log`` returned, for the resume's ``prepare`` (so no event is checked twice).
 
     :raises SessionCorruptError: for the first event refused, naming its seq, type and field.
     """
     try:
-        check_log(session_id, meta, events)
+        return check_log(session_id, meta, events)
     except EventDataError as exc:
         seq = exc.seq if exc.seq is not None else len(events) - 1
         _corrupt(session_id, seq, str(exc), event_type=exc.event_type, field=exc.field or None)

@@ -9,7 +9,8 @@ load and the resume. A reservation nobody claims is released by ``release``, ``d
 the plugin stops.
 
 Queries run in worker threads (``anyio.to_thread``), at most as many at once as the pool has
-connections.
+connections; the commits of urgent records run in the ``UrgentWriter``'s threads, without the
+event loop (§9.1).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from ._errors import (
 )
 from ._owners import Owners
 from ._types import LoadedSession, RepairReport, SessionInfo
+from ._urgent import UrgentWriter
 from ._writer import BatchWriter, Journal, is_urgent
 
 if TYPE_CHECKING:
@@ -67,6 +69,7 @@ class PostgresSessionStore:
         self._limiter = anyio.CapacityLimiter(connections)
         self._owners = Owners(db, self._run)
         self._writer = BatchWriter(batch_delay)
+        self._urgent = UrgentWriter(connections)
         self._followed: dict[str, Journal] = {}
         self._reserved: dict[str, _Reservation] = {}
         self._closed = False
@@ -171,7 +174,7 @@ class PostgresSessionStore:
         """Read, check every event as ``session.append`` would, and compute the crash repair."""
         stored = self._db.read(session_id)
         meta = SessionMeta.from_json(stored.meta, field="meta")
-        check_events(session_id, meta, stored.events)
+        checked = check_events(session_id, meta, stored.events)
         try:
             repaired = tuple(repair_events(stored.events))
         except StoredLogError as exc:
@@ -184,6 +187,7 @@ class PostgresSessionStore:
             created=stored.created,
             repaired=repaired,
             epoch=epoch,
+            checked=checked,
         )
 
     async def repair(self, session_id: str) -> RepairReport:
@@ -320,6 +324,8 @@ class PostgresSessionStore:
         if self._followed.get(session_id) is not journal:  # disposed while opening
             await journal.close()
             await self._owners.release(session_id)
+        elif journal.urgent:  # an urgent event came while the session was opening
+            self._urgent.submit(journal)
         elif journal.pending:
             self._writer.mark(journal)
 
@@ -387,11 +393,11 @@ class PostgresSessionStore:
         if journal.broken is not None:
             return
         journal.pending.append(event)
-        urgent = is_urgent(session, event)
-        if urgent:
+        if is_urgent(session, event):
             journal.urgent = True  # its commit is durable, whichever write makes it (§9.1)
-        if urgent or not journal.dirty:
-            self._writer.mark(journal, urgent=urgent)
+            self._urgent.submit(journal)  # committed now by a thread of ours: the event loop may stay busy
+        elif not journal.dirty:
+            self._writer.mark(journal)
 
     async def flush(self, session: Session) -> None:
         """The ``session/flush`` listener: everything published so far is committed.
@@ -432,6 +438,7 @@ class PostgresSessionStore:
                 tg.start_soon(journal.close)
         self._reserved.clear()
         self._owners.forget()
+        await anyio.to_thread.run_sync(self._urgent.stop)  # the journals are closed: its threads end now
         await anyio.to_thread.run_sync(self._db.close)
 
     def __repr__(self) -> str:

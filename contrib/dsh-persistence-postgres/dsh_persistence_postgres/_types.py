@@ -5,6 +5,7 @@ from __future__ import annotations
 import attrs
 
 from dsh_core import SessionEvent, SessionMeta
+from dsh_core.session_log import CheckedLog
 
 __all__ = ["LoadedSession", "RepairReport", "SessionInfo"]
 
@@ -15,6 +16,8 @@ class LoadedSession:
 
     ``events`` is the whole log, the repair events included; ``repaired`` repeats those (empty
     when the log ended cleanly). ``epoch`` is the owner epoch ``load`` took (0 for ``read``).
+    ``checked`` is what ``check_log`` returned for the stored events: the resume hands it to
+    ``prepare``, so that they are not checked twice.
     """
 
     id: str
@@ -23,6 +26,7 @@ class LoadedSession:
     created: float
     repaired: tuple[SessionEvent, ...] = ()
     epoch: int = 0
+    checked: CheckedLog | None = attrs.field(default=None, eq=False, repr=False)
 
 
 @attrs.frozen(kw_only=True)

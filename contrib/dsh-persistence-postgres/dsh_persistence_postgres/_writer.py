@@ -3,9 +3,11 @@
 A journal buffers the events its session publishes (the ``session/event`` listener only appends
 to a list) and commits them as one fenced statement (``Database.append``) at the end of a batch
 window, at once for the records §9.1 makes durable without delay (``inbox/queued``,
-``inbox/cleared``, and context injected while idle: ``is_urgent``), or when the session is
-flushed. A journal's writes are ordered by its lock; the writer commits the journals of one window
-concurrently, as many as the pool has connections.
+``inbox/cleared``, and context injected while idle: ``is_urgent``; the ``UrgentWriter``'s threads
+make that commit, without the event loop), or when the session is flushed. Every commit of a
+journal runs whole in one thread under the journal's mutex, so they never overlap and never
+overtake one another; the writer commits the journals of one window concurrently, as many as the
+pool has connections.
 
 Durability: a flush, a close and any commit holding an urgent record wait for the server's disk
 (a synchronous commit). A batch window's commit does not (``synchronous_commit`` off for that
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
@@ -69,7 +72,9 @@ class Journal:
         "failure",
         "io",
         "limiter",
+        "mutex",
         "pending",
+        "queued",
         "session",
         "titled",
         "unsynced",
@@ -100,75 +105,100 @@ class Journal:
         self.urgent = False
         #: a commit not yet known to be on the server's disk was made (a batch window's)
         self.unsynced = False
-        #: orders opening, writes and close
+        #: orders opening, writes and close on the event loop
         self.io = anyio.Lock()
+        #: held by every commit, whatever thread makes it: commits never overlap or overtake
+        self.mutex = threading.Lock()
+        #: handed to the ``UrgentWriter``, whose commit has not taken the mutex yet
+        self.queued = False
 
     @property
     def session_id(self) -> str:
         return self.session.id
 
     def opened(self, claim: Claim, snapshot: Sequence[SessionEvent]) -> None:
-        """Adopt the owner epoch; what the stored log lacks of ``snapshot`` goes first."""
-        self.epoch, self.written, self.titled = claim.epoch, claim.count, claim.titled
-        self.pending[:0] = snapshot[claim.count :]
+        """Adopt the owner epoch; what the stored log lacks of ``snapshot`` goes first.
 
-    async def _commit(self, *, durable: bool) -> None:
-        """Commit every pending event (under ``io``). Never raises: failures are recorded.
+        Takes ``mutex`` on the event loop: no commit holds it for long while ``epoch`` is unset.
+        """
+        with self.mutex:
+            self.written, self.titled = claim.count, claim.titled
+            self.pending[:0] = snapshot[claim.count :]
+            self.epoch = claim.epoch
+
+    def commit(self, *, durable: bool, final: bool = False, dequeue: bool = False) -> None:
+        """Commit every pending event. Blocking (a worker thread or the urgent writer's); never raises:
+        failures are recorded.
+
+        The whole commit — taking the batch, the statement, and recording what was stored — runs
+        under ``mutex``, so commits of one journal never overlap and none overtakes an earlier
+        batch, whichever thread makes them, and none needs the event loop to finish (§9.1).
 
         ``durable``: return only once everything committed so far is on the server's disk (a flush,
         a close, or a batch holding an urgent event). A batch window's commit is not durable: it
         does not wait for the WAL's fsync; the next durable commit, or a ``sync_point`` when
-        nothing is pending, covers it.
+        nothing is pending, covers it. ``final``: the close's commit; nothing is written after it.
+        ``dequeue``: the ``UrgentWriter``'s commit; once it holds the mutex, an urgent event published
+        from then on queues the journal again (one thread commits, at most one more waits for it).
         """
-        pending = self.pending
-        epoch = self.epoch
-        if epoch is None or self.broken is not None:
-            return
-        if not pending:
-            if durable and self.unsynced:
-                await self._sync_point()
-            return
-        urgent, self.urgent = self.urgent, False  # an urgent event published meanwhile sets it again
-        durable = durable or urgent
-        batch = list(pending)
-        if batch[0].seq != self.written:
-            # Never expected: the log would get a gap or a duplicate. Stop rather than write it.
-            problem = f"event {batch[0].seq} arrived where event {self.written} was expected"
-            self.broken = self.error(f"the write path lost its place ({problem}); nothing more is written")
-            return
-        append = functools.partial(
-            self.db.append,
-            self.session_id,
-            epoch,
-            self.written,
-            batch,
-            want_title=not self.titled,
-            durable=durable,
-        )
-        try:
-            titled = await anyio.to_thread.run_sync(append, limiter=self.limiter)
-        except PersistenceError as exc:  # fenced, or the stored log moved on: for good
-            self.broken = exc
-            logger.error("session %r: %s", self.session_id, exc)
-            return
-        except psycopg.Error as exc:
-            self.urgent = self.urgent or urgent  # still pending: the retry must be durable too
-            self._failed(exc, len(batch))
-            return
-        del pending[: len(batch)]
-        self.written += len(batch)
-        self.titled = self.titled or titled
-        self.unsynced = not durable
-        self._recovered()
+        with self.mutex:
+            if dequeue:
+                self.queued = False
+            if self.closed:
+                return
+            self.closed = final
+            pending = self.pending
+            epoch = self.epoch
+            if epoch is None or self.broken is not None:
+                return
+            # The listener appends to ``pending`` without the mutex (it must never wait for a commit):
+            # appending to a list and deleting its head are atomic, and the flag is read before the
+            # batch, so an urgent event that joins this batch keeps it set for one more durable commit.
+            urgent, self.urgent = self.urgent, False
+            if not pending:
+                if (durable or urgent) and self.unsynced and not self._sync_point():
+                    self.urgent = self.urgent or urgent
+                return
+            durable = durable or urgent
+            batch = list(pending)
+            if batch[0].seq != self.written:
+                # Never expected: the log would get a gap or a duplicate. Stop rather than write it.
+                problem = f"event {batch[0].seq} arrived where event {self.written} was expected"
+                self.broken = self.error(f"the write path lost its place ({problem}); nothing more is written")
+                return
+            try:
+                titled = self.db.append(
+                    self.session_id, epoch, self.written, batch, want_title=not self.titled, durable=durable
+                )
+            except PersistenceError as exc:  # fenced, or the stored log moved on: for good
+                self.broken = exc
+                logger.error("session %r: %s", self.session_id, exc)
+                return
+            except psycopg.Error as exc:
+                self.urgent = self.urgent or urgent  # still pending: the retry must be durable too
+                self._failed(exc, len(batch))
+                return
+            del pending[: len(batch)]
+            self.written += len(batch)
+            self.titled = self.titled or titled
+            self.unsynced = not durable
+            self._recovered()
 
-    async def _sync_point(self) -> None:
+    async def _commit(self, *, durable: bool, final: bool = False) -> None:
+        """``commit`` in a worker thread (under ``io``)."""
+        commit = functools.partial(self.commit, durable=durable, final=final)
+        await anyio.to_thread.run_sync(commit, limiter=self.limiter)
+
+    def _sync_point(self) -> bool:
+        """Wait for the server's disk to hold every commit made so far; whether that worked."""
         try:
-            await anyio.to_thread.run_sync(self.db.sync_point, limiter=self.limiter)
+            self.db.sync_point()
         except psycopg.Error as exc:
             self._failed(exc, 0)
-            return
+            return False
         self.unsynced = False
         self._recovered()
+        return True
 
     def _failed(self, exc: psycopg.Error, events: int) -> None:
         if self.failure is None:
@@ -234,8 +264,7 @@ class Journal:
         async with self.io:
             if self.closed:
                 return
-            self.closed = True
-            await self._commit(durable=True)
+            await self._commit(durable=True, final=True)
             if self.pending and self.broken is None:
                 logger.error(
                     "session %r: closing with %d events not stored on %s (%s)",
@@ -251,23 +280,21 @@ class Journal:
 
 
 class BatchWriter:
-    """The background writer: the first pending event opens a window of ``delay`` seconds (closed
-    at once by an urgent event), then every journal with pending events is committed."""
+    """The background writer: the first pending event opens a window of ``delay`` seconds, then
+    every journal with pending events is committed. (Urgent records do not wait for it: the
+    ``UrgentWriter`` commits them at once.)"""
 
     def __init__(self, delay: float) -> None:
         self.delay = delay
         self._dirty: list[Journal] = []
         self._wake = anyio.Event()
-        self._urgent = anyio.Event()
         self._armed = False
 
-    def mark(self, journal: Journal, *, urgent: bool = False) -> None:
+    def mark(self, journal: Journal) -> None:
         """``journal`` has pending events (called from the ``session/event`` listener: cheap)."""
         if not journal.dirty:
             journal.dirty = True
             self._dirty.append(journal)
-        if urgent:
-            self._urgent.set()
         if not self._armed:
             self._armed = True
             self._wake.set()
@@ -288,11 +315,8 @@ class BatchWriter:
         """Write batches until cancelled (the plugin stops; it drains what is left itself)."""
         while True:
             await self._wake.wait()
-            if not self._urgent.is_set():
-                with anyio.move_on_after(self.delay):
-                    await self._urgent.wait()
+            await anyio.sleep(self.delay)
             # Events published from here on wake the next window.
             self._wake = anyio.Event()
-            self._urgent = anyio.Event()
             self._armed = False
             await self.write_all()

@@ -8,6 +8,11 @@ if it hangs) and removes the directory: nothing is left behind.
 
 ``initdb`` refuses to run as root, so under root (CI) the cluster belongs to an unprivileged
 user (``nobody`` unless ``user=`` says otherwise) and the server runs as that user.
+
+``netns=`` (root only) runs the server in a network namespace made with ``ip netns add``, entered
+with util-linux's ``nsenter``: a test can then reach it over a link that exists only between its
+own namespaces (``settings={"listen_addresses": ...}``; the server trusts the peers on its
+subnets, ``samenet``), while the Unix socket, a file, still serves every namespace.
 """
 
 from __future__ import annotations
@@ -89,18 +94,26 @@ def _version_key(path: str) -> tuple[int, ...]:
 
 @contextlib.contextmanager
 def temporary_postgres(
-    *, user: str = "nobody", settings: Mapping[str, str] | None = None, tcp: bool = False
+    *,
+    user: str = "nobody",
+    settings: Mapping[str, str] | None = None,
+    tcp: bool = False,
+    netns: str | None = None,
 ) -> Iterator[PostgresServer]:
     """Start a throwaway server; stop it and remove its files on exit.
 
     ``settings`` are extra server settings (``-c name=value``); ``user`` is whom the cluster
     belongs to when this process runs as root (ignored otherwise); ``tcp`` also serves it on a
-    free loopback port (``tcp_dsn``), for what only TCP has (keepalives).
+    free loopback port (``tcp_dsn``), for what only TCP has (keepalives); ``netns`` runs the
+    server in that network namespace (``/run/netns/<netns>``; root only).
 
     :raises PostgresUnavailableError: no binaries, or the server failed to start (with its log).
     """
     bindir = find_bindir()
     as_root = os.geteuid() == 0
+    if netns is not None and not as_root:
+        msg = f"a server in network namespace {netns!r} needs root (entering a namespace does)"
+        raise PostgresUnavailableError(msg)
     account = pwd.getpwnam(user) if as_root else None
     # Under root the temp dir must be reachable by ``user``: /tmp, not a private TMPDIR.
     base = tempfile.mkdtemp(prefix="dsh-pg-", dir="/tmp" if as_root else None)
@@ -129,6 +142,15 @@ def temporary_postgres(
         command = [str(bindir / "postgres"), "-D", str(data)]
         for name, value in options.items():
             command += ["-c", f"{name}={value}"]
+        if netns is not None and account is not None:
+            # Trust the namespace's own subnets too: the peers a test puts on its private link.
+            with (data / "pg_hba.conf").open("a") as hba:
+                hba.write("host all all samenet trust\n")
+            # nsenter enters the namespace as root, then becomes the cluster's owner (dropping the
+            # supplementary groups) and execs the server: the pid stays the postmaster's.
+            enter = ["nsenter", f"--net=/run/netns/{netns}", "-S", str(account.pw_uid), "-G", str(account.pw_gid)]
+            command = [*enter, "--", *command]
+            as_user = {}
         log = root / "server.log"
         with _running(command, env=env, cwd=root, log=log, as_user=as_user) as pid:
             yield PostgresServer(

@@ -115,8 +115,8 @@ def _is_within(path: str, root: str) -> bool:
     return path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-async def workspace_of(execution: ToolExecution, ctx: Context) -> Workspace:
-    """The workspace of ``execution``: its cwd, resolved.
+async def workspace_of(execution: ToolExecution, ctx: Context, *, in_thread: bool = True) -> Workspace:
+    """The workspace of ``execution``: its cwd, resolved (in a worker thread unless ``in_thread`` is false).
 
     :raises WorkspaceError: when the call has no cwd, or the cwd is not a directory.
     """
@@ -127,7 +127,7 @@ async def workspace_of(execution: ToolExecution, ctx: Context) -> Workspace:
             "Tell the user to give the agent a cwd, e.g. ctx.agents.create(id, meta={'cwd': '/path/to/project'})."
         )
         raise WorkspaceError(msg)
-    root = await anyio.to_thread.run_sync(_existing_directory, cwd)
+    root = await anyio.to_thread.run_sync(_existing_directory, cwd) if in_thread else _existing_directory(cwd)
     if root is None:
         msg = (
             f"the workspace {cwd} (this agent's cwd) is not an existing directory; tell the user to create it"

@@ -14,7 +14,9 @@ from it, and it need import nothing from here (the protocols are structural).
     Asked for every ``bash`` command: returns the argv to run instead (``bwrap ... -- argv``),
     the argv unchanged when the policy runs it unconfined, or raises to refuse the command. The
     workspace never falls back to running unconfined after a refusal: the exception's message is
-    the tool's error.
+    the tool's error. A sandbox that hands its wrapper data on descriptors (bubblewrap's
+    ``--file FD``) returns a ``Confined`` instead: the argv and those descriptors, which the
+    process inherits under the same numbers and the workspace closes once it has started.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
 from dsh_core import ToolExecution
 
-__all__ = ["POLICY_SERVICE", "SANDBOX_SERVICE", "Access", "Sandbox", "WorkspacePolicy"]
+__all__ = ["POLICY_SERVICE", "SANDBOX_SERVICE", "Access", "Confined", "Sandbox", "WorkspacePolicy"]
 
 #: What a tool does with a path: ``read`` (read_file, list_dir, glob, grep) or ``write``.
 Access: TypeAlias = Literal["read", "write"]
@@ -44,11 +46,28 @@ class WorkspacePolicy(Protocol):
 
 
 @runtime_checkable
+class Confined(Protocol):
+    """What ``Sandbox.wrap`` may return instead of an argv: the argv, and descriptors it needs.
+
+    ``pass_fds`` are open descriptors of the harness process (not inheritable, fresh for this
+    command) that the command's process inherits under the same numbers, e.g. a pipe holding
+    data for the wrapper. They become the workspace's: it closes them once the process has
+    started, or has failed to.
+    """
+
+    @property
+    def argv(self) -> Sequence[str]: ...
+
+    @property
+    def pass_fds(self) -> Sequence[int]: ...
+
+
+@runtime_checkable
 class Sandbox(Protocol):
     """``ctx.sandbox``: confines a command, or refuses to run it."""
 
-    async def wrap(self, argv: Sequence[str], *, cwd: str, execution: ToolExecution) -> Sequence[str]:
-        """The argv to run for ``argv`` in ``cwd`` (the workspace).
+    async def wrap(self, argv: Sequence[str], *, cwd: str, execution: ToolExecution) -> Sequence[str] | Confined:
+        """The argv to run for ``argv`` in ``cwd`` (the workspace), or a ``Confined`` one.
 
         Raise (any ``Exception``) when the command must not run, e.g. a sandbox is required but
         cannot be made; the message becomes the tool's error.

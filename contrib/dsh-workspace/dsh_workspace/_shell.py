@@ -27,13 +27,13 @@ import contextlib
 import logging
 import os
 import signal
-import subprocess
 import time
 from collections.abc import Mapping, Sequence
 
 import anyio
-import anyio.abc
 import attrs
+
+from ._process import ChildProcess, start_process
 
 __all__ = ["CommandOutcome", "OutputCapture", "namespace_inits", "run_command"]
 
@@ -128,7 +128,7 @@ def namespace_inits(pid: int) -> list[int]:
     return inits
 
 
-async def _stop_group(process: anyio.abc.Process, grace: float) -> None:
+async def _stop_group(process: ChildProcess, grace: float) -> None:
     """Stop everything the command started, then reap the leader.
 
     A pid namespace init among the leader's children is killed first, and the leader awaited
@@ -156,12 +156,10 @@ async def _stop_group(process: anyio.abc.Process, grace: float) -> None:
         logger.warning("process %d did not exit after SIGKILL within %.0f s", process.pid, _REAP_LIMIT)
 
 
-async def _pump(stream: anyio.abc.ByteReceiveStream, capture: OutputCapture, done: anyio.Event) -> None:
+async def _pump(process: ChildProcess, capture: OutputCapture, done: anyio.Event) -> None:
     try:
-        async for chunk in stream:
+        while chunk := await process.read():
             capture.feed(chunk)
-    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-        pass
     finally:
         done.set()
 
@@ -174,11 +172,13 @@ async def run_command(
     max_output: int,
     env: Mapping[str, str] | None = None,
     grace: float = KILL_GRACE,
+    pass_fds: Sequence[int] = (),
 ) -> CommandOutcome:
     """Run ``argv`` in ``cwd`` as its own process group and return its output and exit status.
 
     After ``time_limit`` seconds the group is stopped and the outcome says ``timed_out``.
-    Cancellation propagates after the group is stopped and reaped.
+    Cancellation propagates after the group is stopped and reaped. ``pass_fds`` are handed to
+    the process under the same numbers and closed here once it has started, or failed to.
 
     :raises OSError: when the process cannot be started (no such program, bad cwd).
     """
@@ -188,24 +188,17 @@ async def run_command(
     # cancel landing there would lose the process handle, killing the leader but orphaning its
     # children. Spawning is quick; the cancel takes effect at the first await below.
     with anyio.CancelScope(shield=True):
-        process = await anyio.open_process(
-            list(argv),
-            cwd=cwd,
-            env=dict(env) if env is not None else None,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        try:
+            process = await start_process(argv, cwd=cwd, env=env, pass_fds=pass_fds)
+        finally:
+            for fd in pass_fds:  # the process has its copies; ours would only keep them open
+                with contextlib.suppress(OSError):
+                    os.close(fd)
     timed_out = False
     try:
-        stdout = process.stdout
-        if stdout is None:  # opened with PIPE; a None here is a bug, not a user error
-            msg = "the command's output pipe is missing"
-            raise RuntimeError(msg)
         drained = anyio.Event()
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_pump, stdout, capture, drained)
+            tg.start_soon(_pump, process, capture, drained)
             with anyio.move_on_after(time_limit) as deadline:
                 await process.wait()
             if deadline.cancelled_caught:

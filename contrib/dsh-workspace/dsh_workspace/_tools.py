@@ -28,7 +28,7 @@ from ._files import list_dir as _list_dir
 from ._files import read_text_file
 from ._files import write_file as _write_file
 from ._paths import Workspace, WorkspaceError, workspace_of
-from ._seams import SANDBOX_SERVICE
+from ._seams import SANDBOX_SERVICE, Confined
 from ._search import grep as _grep
 from ._shell import CommandOutcome, run_command
 from ._walk import compile_glob, walk
@@ -247,26 +247,36 @@ def make_tools(ctx: Context, config: WorkspaceConfig) -> list[Tool]:
         if not 0 < limit <= config.bash_max_timeout:
             msg = f"timeout must be more than 0 and at most {config.bash_max_timeout:g} seconds, got {limit:g}"
             raise WorkspaceError(msg)
-        root = (await workspace_for(execution)).root
+        # Resolved in the loop's thread: the spawn below waits on the same directory anyway (the
+        # child's chdir happens before the spawn returns), and a worker thread would cost two
+        # trips through the scheduler per command.
+        root = (await workspace_of(execution, ctx, in_thread=False)).root
         shell = shutil.which(config.shell)
         if shell is None:
             msg = f"the shell {config.shell!r} is not installed (not found on PATH); commands cannot run"
             raise WorkspaceError(msg)
+        env = command_environment(os.environ, COMMAND_ENV.get())
         argv: list[str] = [shell, "-c", command]
+        pass_fds: tuple[int, ...] = ()  # a sandbox's descriptors: run_command passes them on and closes them
         sandbox = ctx.get_service(SANDBOX_SERVICE)
         if sandbox is not None:
             try:
-                argv = list(await sandbox.wrap(argv, cwd=root, execution=execution))
+                wrapped = await sandbox.wrap(argv, cwd=root, execution=execution)
             except Exception as exc:  # a refusing sandbox fails closed: the command does not run
                 msg = f"the command was not run: {exc}"
                 raise WorkspaceError(msg) from exc
+            if isinstance(wrapped, Confined):
+                argv, pass_fds = list(wrapped.argv), tuple(wrapped.pass_fds)
+            else:
+                argv = list(wrapped)
         try:
             outcome = await run_command(
                 argv,
                 cwd=root,
                 time_limit=limit,
                 max_output=config.max_output_bytes,
-                env=command_environment(os.environ, COMMAND_ENV.get()),
+                env=env,
+                pass_fds=pass_fds,
             )
         except OSError as exc:
             msg = f"the command could not be started: {exc.strerror or exc}"

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 import anyio
+import attrs
 import pytest
-from dsh_workspace import Sandbox, WorkspacePlugin
+from dsh_workspace import Confined, Sandbox, WorkspacePlugin, _process
 from dsh_workspace._shell import OutputCapture
 
 from dsh_core import CancelSignal, Context, Harness, ToolExecution
@@ -165,6 +168,52 @@ async def test_cancelled_call_result_is_aborted(ctx: Context, ws: Path) -> None:
     assert results[0].error_code == "ABORTED"
 
 
+async def test_a_command_is_watched_from_the_loop_without_a_thread(ctx: Context, ws: Path) -> None:
+    """Where pidfds exist, no thread waits for the command (asyncio's child watcher would start one per command)."""
+    assert _process._has_pidfd()  # Linux 5.3 or later: what CI runs on
+    fifo = ws / "ready.fifo"
+    os.mkfifo(fifo)
+    results = []
+
+    async def run() -> None:
+        results.append(await call(ctx, "bash", ws, command="echo go > ready.fifo; sleep 0.2; echo done"))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        await read_fifo(fifo)
+        waiting = [thread.name for thread in threading.enumerate() if "waitpid" in thread.name]
+    assert waiting == []
+    assert text(results[0]).startswith("done\n[exit code 0; ")
+
+
+async def test_without_pidfds_commands_run_through_anyio(
+    ctx: Context, ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the system has no pidfd, anyio's process runs the command, with the same output, status and clean-up."""
+    monkeypatch.setattr(_process, "_has_pidfd", lambda: False)
+    result = await call(ctx, "bash", ws, command="echo out; echo err >&2; sleep 876543.2 & exit 4")
+    assert text(result).startswith("out\nerr\n[exit code 4; ")
+    timed_out = await call(ctx, "bash", ws, command="exec sleep 1000", timeout=0.5)
+    assert timed_out.error_code == "TIMEOUT"
+    await wait_gone(pids_running(["sleep", "876543.2"]))
+
+
+async def test_a_command_whose_pidfd_cannot_be_opened_is_stopped_and_reported(
+    ctx: Context, ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Out of descriptors right after the start: the command is killed and reaped, and the call says it could not start."""
+    assert _process._has_pidfd()  # probed (and remembered) before pidfd_open starts failing
+
+    def no_descriptor_left(pid: int, flags: int = 0) -> int:
+        raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+
+    monkeypatch.setattr(_process.os, "pidfd_open", no_descriptor_left)
+    result = await call(ctx, "bash", ws, command="exec sleep 876543.3")
+    monkeypatch.undo()
+    assert text(result) == "Error: the command could not be started: Too many open files"
+    assert pids_running(["sleep", "876543.3"]) == []
+
+
 class PrefixSandbox:
     """A sandbox that runs every command under `env SANDBOXED=yes` and records what it was given."""
 
@@ -183,7 +232,7 @@ class SandboxPlugin:
     name = "test-sandbox"
     provides = ("sandbox",)
 
-    def __init__(self, sandbox: PrefixSandbox) -> None:
+    def __init__(self, sandbox: Sandbox) -> None:
         self.sandbox = sandbox
 
     def start(self, ctx: Context) -> None:
@@ -212,6 +261,48 @@ async def test_a_refusing_sandbox_means_the_command_does_not_run(ws: Path) -> No
     assert result.error_code == "TOOL_ERROR"
     assert text(result) == "Error: the command was not run: no sandbox here"
     assert not (ws / "ran.txt").exists()
+
+
+@attrs.frozen
+class Handed:
+    """A ``Confined`` command: an argv and the descriptors it inherits."""
+
+    argv: tuple[str, ...]
+    pass_fds: tuple[int, ...]
+
+
+class PipeSandbox:
+    """A sandbox that hands each command a fresh pipe holding a word (as bwrap's ``--file FD`` reads one)."""
+
+    def __init__(self) -> None:
+        self.handed: list[int] = []
+        self.program = "sh"
+
+    async def wrap(self, argv: Sequence[str], *, cwd: str, execution: ToolExecution) -> Handed:
+        read, write = os.pipe()
+        os.write(write, b"handed-over\n")
+        os.close(write)
+        self.handed.append(read)
+        return Handed((self.program, "-c", f'cat /dev/fd/{read}; exec "$@"', "sh", *argv), (read,))
+
+
+async def test_a_sandbox_can_hand_descriptors_to_the_command(ws: Path) -> None:
+    """A ``Confined`` result's descriptors reach the process under their numbers; the harness closes its copies."""
+    sandbox = PipeSandbox()
+    assert isinstance(sandbox, Sandbox)
+    assert isinstance(Handed((), ()), Confined)
+    async with Harness(plugins=[WorkspacePlugin, SandboxPlugin(sandbox)], autoload=False) as ctx:
+        await call(ctx, "bash", ws, command="true")
+        before = sorted(os.listdir("/proc/self/fd"))
+        result = await call(ctx, "bash", ws, command="echo ran")
+        after = sorted(os.listdir("/proc/self/fd"))
+        sandbox.program = "/no/such/wrapper"
+        failed = await call(ctx, "bash", ws, command="true")
+        last = sorted(os.listdir("/proc/self/fd"))
+    assert text(result).startswith("handed-over\nran\n")
+    assert text(failed).startswith("Error: the command could not be started: No such file or directory")
+    assert after == before == last  # closed after the start, and after a failure to start
+    assert len(sandbox.handed) == 3
 
 
 @pytest.mark.parametrize("workspace_config", [{"shell": "no-such-shell-anywhere"}])

@@ -17,10 +17,11 @@ pytestmark = pytest.mark.anyio
 
 
 def test_front_is_exact() -> None:
-    """The package exports the plugin, its config, the two seam protocols and COMMAND_ENV, and nothing else."""
+    """The package exports the plugin, its config, the seam protocols and COMMAND_ENV, and nothing else."""
     assert dsh_workspace.__all__ == [
         "COMMAND_ENV",
         "Access",
+        "Confined",
         "Sandbox",
         "WorkspaceConfig",
         "WorkspacePlugin",

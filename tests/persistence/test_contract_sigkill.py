@@ -1,12 +1,14 @@
-"""SPEC §9.1 under real SIGKILLs: busy agents in child processes, killed right after a send() returned, right
-after a send() and its flush, and after the 0.2 s window; each log is then loaded and resumed here.
+"""SPEC §9.1 under real SIGKILLs, on every backend: busy agents in child processes, killed right after a send()
+returned, right after a send() and its flush, and after the 0.2 s window; each log is then read without the
+plugin (no seq twice), loaded and resumed here (nothing accepted lost, the resumed log is the stored one).
 
 A forking server (imports done once) starts each child, so the 50 kills cost little more than the children's
-work. Children run on the backend of the test: asyncio or trio.
+work. Children run on the async backend of the test (asyncio or trio) with the persistence backend's plugin.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -16,7 +18,6 @@ import textwrap
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 
 import anyio
 import attrs
@@ -26,7 +27,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from dsh_core.testing import ScriptedModel
 
-from .persistence_kit import MODEL, HarnessFactory
+from .backends import MODEL, Backend
 
 pytestmark = pytest.mark.anyio
 
@@ -34,12 +35,14 @@ KILLS = 50
 #: SPEC §9.1: a send that returned more than this long before the kill is never lost
 WINDOW = 0.2
 
-#: reads ``<trial> <root> <backend>`` lines; forks a child per line that runs a busy agent, sending prompts
+#: reads ``<trial> <backend>`` lines; forks a child per line that runs a busy agent, sending prompts
 #: (every other one flushed) and saying ``SENT``/``FLUSHED <trial> <id>`` on stdout once send()/flush returned;
 #: says ``PID <trial> <pid>`` after the fork and ``DEAD <trial>`` once the child is gone
 FORK_SERVER = textwrap.dedent(
     """
+    import importlib
     import itertools
+    import json
     import os
     import random
     import sys
@@ -47,7 +50,10 @@ FORK_SERVER = textwrap.dedent(
     import anyio
     from dsh_core import AgentOptions, Harness, tool
     from dsh_core.testing import ScriptedModel
-    from dsh_persistence_jsonl import PersistencePlugin
+
+    module, _, cls = sys.argv[1].partition(":")
+    PLUGIN = getattr(importlib.import_module(module), cls)
+    NAME, TABLE = sys.argv[2], json.loads(sys.argv[3])
 
     @tool
     def note(text: str) -> str:
@@ -57,12 +63,12 @@ FORK_SERVER = textwrap.dedent(
     def say(*words: object) -> None:
         os.write(1, (" ".join(str(word) for word in words) + "\\n").encode())  # one write: one line
 
-    async def busy(trial: str, root: str) -> None:
+    async def busy(trial: str) -> None:
         replies = []
         for index in range(400):
             replies += [ScriptedModel.tool_call("note", {"text": str(index)}), ScriptedModel.text("done", chunks=4)]
-        config = {"plugins": {"persistence-jsonl": {"root": root, "batch_delay": 0.1}}}
-        async with Harness(config=config, plugins=[PersistencePlugin()], autoload=False) as ctx:
+        config = {"plugins": {NAME: TABLE}}
+        async with Harness(config=config, plugins=[PLUGIN()], autoload=False) as ctx:
             ctx.llm.register_adapter("scripted", ScriptedModel(replies))
             ctx.tools.register(note)
             handle = await ctx.agents.create(f"kill-{trial}", agent_options=AgentOptions(model="scripted/test"))
@@ -77,13 +83,13 @@ FORK_SERVER = textwrap.dedent(
                 await anyio.sleep(pace.random() * 0.004)  # the workload's pace; the turns run meanwhile
 
     while line := sys.stdin.readline():
-        trial, root, backend = line.split()
+        trial, backend = line.split()
         pid = os.fork()
         if pid == 0:
             try:
                 null = os.open(os.devnull, os.O_RDONLY)
                 os.dup2(null, 0)
-                anyio.run(busy, trial, root, backend=backend)
+                anyio.run(busy, trial, backend=backend)
             finally:
                 os._exit(1)
         say("PID", trial, pid)
@@ -116,9 +122,9 @@ class ForkServer:
         kind, trial, value = [*raw.decode().split(), ""][:3]
         return kind, trial, value
 
-    async def start(self, trial: Trial, root: Path, backend: str) -> None:
+    async def start(self, trial: Trial, backend: str) -> None:
         assert self.process.stdin is not None
-        await self.process.stdin.send(f"{trial.number} {root} {backend}\n".encode())
+        await self.process.stdin.send(f"{trial.number} {backend}\n".encode())
 
     def see(self, trial: Trial, kind: str, value: str) -> None:
         if kind == "PID":
@@ -150,28 +156,27 @@ class ForkServer:
 
 
 @asynccontextmanager
-async def fork_server() -> AsyncIterator[ForkServer]:
-    async with await anyio.open_process(
-        [sys.executable, "-c", FORK_SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None
-    ) as process:
+async def fork_server(backend: Backend) -> AsyncIterator[ForkServer]:
+    table = json.dumps(backend.table(batch_delay=0.1))
+    command = [sys.executable, "-c", FORK_SERVER, backend.plugin_path, backend.name, table]
+    async with await anyio.open_process(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None) as process:
         try:
             yield ForkServer(process)
         finally:
             process.kill()
 
 
-async def test_no_accepted_send_is_lost_over_50_sigkills(
-    harness: HarnessFactory, root: Path, anyio_backend: str
-) -> None:
-    """Over 50 SIGKILLs of busy agents: every send whose flush returned is stored, and so is every send that
-    returned more than 0.2 s before the kill; each log then loads, repaired, and resumes in this process."""
+async def test_no_accepted_send_is_lost_over_50_sigkills(backend: Backend, anyio_backend: str) -> None:
+    """Over 50 SIGKILLs of busy agents: no seq is stored twice; every send whose flush returned is stored, and
+    so is every send that returned more than 0.2 s before the kill; each log then loads, repaired, and resumes
+    in this process with exactly the loaded events, and what it then lived is what is stored."""
     chance = random.Random(15)
     trials: list[Trial] = []
-    async with fork_server() as server:
+    async with fork_server(backend) as server:
         for number in range(KILLS):
             trial = Trial(number)
             trials.append(trial)
-            await server.start(trial, root, anyio_backend)
+            await server.start(trial, anyio_backend)
             mode = ("after send", "after flush", "after the window")[number % 3]
             if mode == "after flush":
                 await server.until(trial, "FLUSHED", chance.randint(1, 6))
@@ -184,22 +189,38 @@ async def test_no_accepted_send_is_lost_over_50_sigkills(
 
     lost_flushed: list[str] = []
     lost_after_window: list[str] = []
+    seqs_wrong: list[str] = []
+    not_equal: list[str] = []
     checked_window = 0
     model = ScriptedModel()
-    async with harness(model) as ctx:
+    async with backend.harness(model) as ctx:
         for trial in trials:
             session_id = f"kill-{trial.number}"
+            with anyio.fail_after(20):
+                await backend.wait_released(session_id)  # the server notices the killed holder's end
+            seqs = [event.seq for event in backend.stored(session_id)]  # as stored, read without the plugin
+            if seqs != list(range(len(seqs))):
+                seqs_wrong.append(session_id)
             loaded = await ctx.session_persistence.load(session_id)  # a typed error here fails the test
             stored = {str(e.data["id"]) for e in loaded.events if e.type == "inbox/queued"}
             due = {queued for queued, seen in trial.sent.items() if seen < trial.killed_at - WINDOW}
             checked_window += len(due)
             lost_flushed += sorted(trial.flushed - stored)
             lost_after_window += sorted(due - stored)
-            assert loaded.events[-1].type != "turn/start"
+            assert not loaded.events or loaded.events[-1].type != "turn/start"  # empty: killed before its first commit
+            expected = [event.to_json() for event in loaded.events]
             async with await ctx.agents.resume(session_id, agent_options=MODEL) as handle:
-                assert handle.agent.session.open_turn is None
+                session = handle.agent.session
+                assert session.open_turn is None
+                if [event.to_json() for event in session.events] != expected:
+                    not_equal.append(f"{session_id} (resumed)")
+            lived = [event.to_json() for event in session.events]  # with what its disposal appended
+            if [event.to_json() for event in backend.stored(session_id)] != lived:
+                not_equal.append(f"{session_id} (stored after the resume)")
     assert model.requests == []  # restored prompts wait for the next send
+    assert seqs_wrong == []
     assert lost_flushed == []
     assert lost_after_window == []
+    assert not_equal == []
     assert sum(len(trial.flushed) for trial in trials) >= KILLS // 3  # neither check is vacuous
     assert checked_window >= KILLS // 3
