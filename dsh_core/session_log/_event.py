@@ -87,6 +87,10 @@ def _check_surface(raw: object, event_type: str) -> None:
         raise EventDataError(f"{event_type}: {exc}", event_type=event_type) from exc
 
 
+#: A payload not built yet: its class and its field values, in field order (already checked).
+DeferredPayload: TypeAlias = tuple[type[LogEvent], tuple[Any, ...]]
+
+
 @attrs.frozen
 class SessionEvent:
     """One entry of the session log. Appended by ``session.append``, never built by hand in a loop.
@@ -163,9 +167,6 @@ _EVENT_JSON: Final = ObjectCodec(
 )
 _EVENT_JSON.install_to_json()
 
-
-#: A payload not built yet: its class and its field values, in field order (already checked).
-DeferredPayload: TypeAlias = "tuple[type[LogEvent], tuple[Any, ...]]"
 
 _new_event = object.__new__
 _set_type = SessionEvent.type.__set__  # type: ignore[attr-defined]  # slot descriptors
