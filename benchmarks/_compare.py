@@ -50,8 +50,15 @@ def run_against(script: str, baseline: Path, rounds: int) -> None:
     """Print each figure for this tree and the baseline, best of ``rounds`` alternating child runs."""
     best: dict[str, dict[str, float]] = {"this": {}, "base": {}}
     trees = {"this": HERE, "base": baseline.resolve()}
-    shims = Path(tempfile.mkdtemp(prefix="dsh-bench-shim-"))
-    paths = {label: _path_of(tree, shims) for label, tree in trees.items()}
+    with tempfile.TemporaryDirectory(prefix="dsh-bench-shim-") as shims:
+        paths = {label: _path_of(tree, Path(shims)) for label, tree in trees.items()}
+        _run_rounds(script, trees, paths, rounds, best)
+    _print_against(trees, best, rounds)
+
+
+def _run_rounds(
+    script: str, trees: dict[str, Path], paths: dict[str, str], rounds: int, best: dict[str, dict[str, float]]
+) -> None:
     for _ in range(rounds):
         for label, tree in trees.items():
             env = {**os.environ, "PYTHONPATH": paths[label]}
@@ -63,6 +70,9 @@ def run_against(script: str, baseline: Path, rounds: int) -> None:
             figures: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
             for key, value in figures.items():
                 best[label][key] = min(value, best[label].get(key, float("inf")))
+
+
+def _print_against(trees: dict[str, Path], best: dict[str, dict[str, float]], rounds: int) -> None:
     print(f"this tree {HERE}  vs  baseline {trees['base']}  (best of {rounds} alternating runs, us)")
     width = max(len(key) for key in best["this"])
     for key, value in best["this"].items():
