@@ -109,10 +109,10 @@ _ID_TYPES: Final = frozenset({InboxQueuedEvent.type, ContextMessageEvent.type})
 
 def _id_of(event: SessionEvent) -> str:
     """The id an ``inbox/queued`` record or a (possibly idle-injected) ``context/message`` carries."""
-    if event.type == InboxQueuedEvent.type:
-        return str(event.data["id"])
-    message = event.data["message"]
-    return str(message["id"]) if isinstance(message, Mapping) else ""
+    payload = event.payload  # read at admission: no JSON is built for an event appended typed
+    if isinstance(payload, InboxQueuedEvent):
+        return payload.id
+    return payload.message.id if isinstance(payload, ContextMessageEvent) else ""
 
 
 class IllegalTransitionError(DshError, RuntimeError):

@@ -59,7 +59,7 @@ class SubagentRefusedError(SubagentError, ValueError):
 
 
 def _non_empty_str(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    validate_str(instance, attribute, value)  # type: ignore[arg-type]  # checks that it is a str
+    validate_str(instance, attribute, value)  # checks that it is a str
     if not str(value).strip():
         msg = f"{type(instance).__name__}.{attribute.name} must not be empty"
         raise ValueError(msg)

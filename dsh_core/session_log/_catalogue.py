@@ -41,6 +41,7 @@ from dsh_core.vocabulary._content import (
     ToolCall,
     ToolResultMessage,
     UserMessage,
+    instance_of_exact,
     message_reader,
 )
 from dsh_core.vocabulary._json import FrozenDict, freeze_json_object, refuse
@@ -114,14 +115,14 @@ def _optional_number(instance: object, attribute: attrs.Attribute[Any], value: o
         _number(instance, attribute, value)
 
 
-_str: Final = attrs.validators.instance_of(str)
-_optional_str: Final = attrs.validators.instance_of((str, type(None)))  # one check, not optional()'s two
-_bool: Final = attrs.validators.instance_of(bool)
+_str: Final = instance_of_exact(str)
+_optional_str: Final = instance_of_exact(str, type(None))  # one check, not optional()'s two
+_bool: Final = instance_of_exact(bool)
 
 
 def _is(*classes: type, optional: bool = False) -> Any:
     allowed = (*classes, type(None)) if optional else classes
-    return attrs.validators.instance_of(allowed if len(allowed) > 1 else allowed[0])
+    return instance_of_exact(*allowed)
 
 
 def _one_of(choices: Iterable[str], *, optional: bool = False) -> Any:

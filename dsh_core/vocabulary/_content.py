@@ -74,15 +74,32 @@ def new_id() -> str:
 
 
 # ---------------------------------------------------------------------- attrs validators
-# attrs' own, shared by the other vocabulary modules (a bool is its own class: instance_of(bool)
-# is exact).
+# Shared by the other vocabulary modules and the session-log catalogue.
 
-# An optional field takes ``instance_of((T, NoneType))``: one check where ``optional(instance_of(T))``
-# makes two (these run at every message built).
 
-validate_str: Final = attrs.validators.instance_of(str)
-validate_optional_str: Final = attrs.validators.instance_of((str, type(None)))
-validate_bool: Final = attrs.validators.instance_of(bool)
+def instance_of_exact(*classes: type) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
+    """attrs' ``instance_of(classes)`` with the exact classes tried first, in a plain function.
+
+    The common value's class is one of them, and a function with one set test costs about 0.1 us
+    less per field than attrs' validator object (0.3 us of the 1.4 of an ``AssistantMessage``).
+    Anything else (a subclass, a wrong type) goes to attrs' check, which words the error.
+    An optional field passes ``NoneType`` too: one check where ``optional()`` makes two.
+    """
+    slow: Callable[[Any, attrs.Attribute[Any], Any], None] = attrs.validators.instance_of(
+        classes if len(classes) > 1 else classes[0]
+    )
+    exact = frozenset(classes)
+
+    def validate(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if value.__class__ not in exact:
+            slow(instance, attribute, value)
+
+    return validate
+
+
+validate_str: Final = instance_of_exact(str)
+validate_optional_str: Final = instance_of_exact(str, type(None))
+validate_bool: Final = instance_of_exact(bool)  # a bool is its own class: exact either way
 
 
 # ---------------------------------------------------------------------- blocks

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 import attrs
 
-from dsh_core.vocabulary._content import Image, Text, as_result_content
+from dsh_core.vocabulary._content import Image, Text, as_result_content, instance_of_exact
 from dsh_core.vocabulary._decisions import context_texts
 from dsh_core.vocabulary._slots import new_instance, slot_setters
 
@@ -55,7 +55,7 @@ _ERROR_CODES: frozenset[str] = frozenset(typing.get_args(ToolErrorCode))
 
 
 _error_code: Final = attrs.validators.optional(attrs.validators.in_(tuple(sorted(_ERROR_CODES))))
-_is_bool: Final = attrs.validators.instance_of(bool)
+_is_bool: Final = instance_of_exact(bool)
 
 
 @attrs.frozen
