@@ -29,12 +29,17 @@ def slot_setters(cls: type) -> tuple[Callable[[Any, Any], None], ...]:
 _SETTERS: Final[dict[type, tuple[Callable[[Any, Any], None], ...]]] = {}
 
 
+def _setters_of(cls: type) -> tuple[Callable[[Any, Any], None], ...]:
+    """``slot_setters(cls)``, made once per class."""
+    return _SETTERS.get(cls) or _SETTERS.setdefault(cls, slot_setters(cls))
+
+
 def build_unchecked(cls: type, values: tuple[Any, ...]) -> Any:
     """An instance of ``cls`` from all its field values, in field order, set unchecked.
 
     :raises TypeError: for a count of values that is not ``cls``'s count of fields.
     """
-    setters = _SETTERS.get(cls) or _SETTERS.setdefault(cls, slot_setters(cls))
+    setters = _setters_of(cls)
     if len(values) != len(setters):
         msg = f"{cls.__name__} has {len(setters)} fields, got {len(values)} values"
         raise TypeError(msg)
@@ -46,5 +51,4 @@ def build_unchecked(cls: type, values: tuple[Any, ...]) -> Any:
 
 def field_count(cls: type) -> int:
     """How many fields ``cls`` has (what ``build_unchecked`` takes)."""
-    setters = _SETTERS.get(cls) or _SETTERS.setdefault(cls, slot_setters(cls))
-    return len(setters)
+    return len(_setters_of(cls))

@@ -20,7 +20,7 @@ import os
 import signal
 import subprocess
 from collections.abc import Mapping, Sequence
-from typing import IO, Protocol
+from typing import IO, Any, Protocol
 
 import anyio
 import anyio.abc
@@ -178,17 +178,8 @@ async def start_process(
     """
     if not _has_pidfd():
         return await _anyio_process(argv, cwd=cwd, env=env, pass_fds=pass_fds)
-    popen = subprocess.Popen(  # noqa: ASYNC220 - vfork + exec: returns once the child has exec'd
-        list(argv),
-        cwd=cwd,
-        env=dict(env) if env is not None else None,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        pass_fds=pass_fds,
-        bufsize=0,
-    )
+    # vfork + exec: returns once the child has exec'd
+    popen = subprocess.Popen(list(argv), bufsize=0, **_spawn_options(cwd, env, pass_fds))  # noqa: ASYNC220
     output = popen.stdout
     assert output is not None  # opened with PIPE
     try:
@@ -205,14 +196,19 @@ async def start_process(
 async def _anyio_process(
     argv: Sequence[str], *, cwd: str, env: Mapping[str, str] | None, pass_fds: Sequence[int]
 ) -> AnyioProcess:
-    process = await anyio.open_process(
-        list(argv),
-        cwd=cwd,
-        env=dict(env) if env is not None else None,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        pass_fds=pass_fds,
-    )
+    process = await anyio.open_process(list(argv), **_spawn_options(cwd, env, pass_fds))
     return AnyioProcess(process)
+
+
+def _spawn_options(cwd: str, env: Mapping[str, str] | None, pass_fds: Sequence[int]) -> dict[str, Any]:
+    """How both paths start a command: in a new session, stdin ``/dev/null``, stdout and stderr
+    into one pipe, ``pass_fds`` inherited."""
+    return {
+        "cwd": cwd,
+        "env": dict(env) if env is not None else None,
+        "stdin": subprocess.DEVNULL,
+        "stdout": subprocess.PIPE,
+        "stderr": subprocess.STDOUT,
+        "start_new_session": True,
+        "pass_fds": pass_fds,
+    }
