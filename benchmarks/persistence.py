@@ -7,6 +7,11 @@ accepted send's record (written at once since issue 15) and of a send + flush, r
 sessions of 10k and 100k events, and bytes on disk per streamed chunk. Budgets (issues 6, 15):
 persistence adds <= 20% to the per-step overhead; resume of 100k events <= 1 s.
 
+Then, when a PostgreSQL server can be started here (``find_bindir`` finds ``initdb``) and
+persistence-postgres is installed, the shared database's figures of
+``persistence_postgres.py`` (issue 21): per text step with PostgreSQL and with JSONL against in
+memory, and resume of a 100k-event session against JSONL's; ``--no-postgres`` leaves them out.
+
 ``--baseline DIR`` runs the same measurements, in fresh processes taking turns, against the code of
 another checkout (``git worktree add /tmp/base main~N``; its core's entry points are put ahead of
 this venv's) and prints both with their ratio.
@@ -255,6 +260,23 @@ def report(f: dict[str, Any]) -> None:
     print(f"(store in {tempfile.gettempdir()}, {os.uname().sysname}, Python {sys.version.split()[0]})")
 
 
+def postgres_figures() -> None:
+    """persistence-postgres against JSONL and in memory (``persistence_postgres.py``), if it can run here."""
+    print("=== persistence-postgres (benchmarks/persistence_postgres.py)")
+    try:
+        import persistence_postgres  # this folder's, beside this script
+        from dsh_persistence_postgres.testing import PostgresUnavailableError, find_bindir
+    except ImportError as exc:
+        print(f"(left out: {exc})")
+        return
+    try:
+        find_bindir()
+    except PostgresUnavailableError as exc:
+        print(f"(left out: {exc})")
+        return
+    persistence_postgres.run()
+
+
 def _baseline_metadata(code: Path, into: Path) -> Path:
     """A ``dsh-harness`` dist-info with the entry points of ``code``'s pyproject, in ``into``.
 
@@ -348,6 +370,7 @@ if __name__ == "__main__":
     )
     parser.add_argument("--rounds", type=int, default=2, help="runs of each checkout with --baseline")
     parser.add_argument("--backend", action="append", help="asyncio, trio (default: both)")
+    parser.add_argument("--no-postgres", action="store_true", help="leave out persistence-postgres's figures")
     parser.add_argument("--figures", metavar="BACKEND", help=argparse.SUPPRESS)  # one run, as JSON
     args = parser.parse_args()
     if args.figures:
@@ -358,3 +381,5 @@ if __name__ == "__main__":
         for backend in ("asyncio", "trio"):
             print(f"--- {backend}")
             report(anyio.run(measure, backend=backend))
+        if not args.no_postgres:
+            postgres_figures()

@@ -2,7 +2,9 @@
 
 Prints, from one run on one machine: the loop's cost per text step (turns of 100 steps) in memory,
 with JSONL and with PostgreSQL, as ratios to in-memory (budget: PostgreSQL <= x1.5, on the wall
-clock, since a turn waits for its flush; this process's CPU time beside it); the resume
+clock, since a turn waits for its flush; this process's CPU time beside it), once with a model
+that never yields (the worst case: no other task or thread runs during the turn) and once with one
+that yields before each chunk, as every real adapter does; the resume
 of a 100k-event session with each backend (budget: PostgreSQL <= 2x JSONL); and, for the choice
 of driver, one fenced 10-event append through psycopg's sync API from a worker thread
 (``anyio.to_thread``, what the plugin does: it works on asyncio and trio) against psycopg's
@@ -10,13 +12,19 @@ asyncio-only ``AsyncConnection``.
 
 The server is a throwaway cluster (``dsh_persistence_postgres.testing``) on a Unix socket, with
 PostgreSQL's default durability (``fsync``, ``synchronous_commit`` on); the JSONL store lives in
-``$TMPDIR``. Figures only, never asserted.
+``$TMPDIR``. ``benchmarks/persistence.py`` prints these figures too, after its own. ``--against DIR``
+compares the per-step cost with another checkout's (``git worktree add /tmp/base main``), in
+alternating child processes on one server. Figures only, never asserted.
 """
 
 from __future__ import annotations
 
+import argparse
 import gc
+import json
 import os
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -39,6 +47,7 @@ from dsh_core.testing import ScriptedModel
 from dsh_core.vocabulary import AssistantMessage
 
 OPTIONS = AgentOptions(model="scripted/bench")
+HERE = Path(__file__).resolve().parent.parent
 
 #: a backend: () -> (plugins, config), or None for in memory
 Backend = Callable[[], tuple[list[object], dict[str, Any]]] | None
@@ -62,11 +71,17 @@ def harness(backend: Backend, *plugins: object) -> Harness:
     return Harness(config=config, plugins=[*mine, *plugins], autoload=False)
 
 
-async def one_agent_steps(backend: Backend, session_id: str, steps: int, turns: int) -> tuple[float, float]:
+async def one_agent_steps(
+    backend: Backend, session_id: str, steps: int, turns: int, *, yields: bool = False
+) -> tuple[float, float]:
     """Seconds per text step of one agent, wall clock and this process's CPU time: ``turns`` turns of
     ``steps`` steps after a warm-up turn (the turn-end flush is shared by the turn's steps, as in real
-    use); GC paused while timing. The budget is on the wall clock: a turn waits for its flush."""
-    model = ScriptedModel()
+    use); GC paused while timing. The budget is on the wall clock: a turn waits for its flush.
+
+    ``yields``: the model's stream gives the event loop a turn before each chunk, as every real
+    adapter does (it waits on its socket); otherwise the turn never lets another task or thread run.
+    """
+    model = ScriptedModel(checkpoints=yields)
     async with harness(backend, KeepGoing(steps)) as ctx:
         ctx.llm.register_adapter("scripted", model)
         async with await ctx.agents.create(session_id, agent_options=OPTIONS) as handle:
@@ -82,13 +97,14 @@ async def one_agent_steps(backend: Backend, session_id: str, steps: int, turns: 
 
 
 async def step_costs(
-    backends: dict[str, Backend], steps: int = 100, turns: int = 10
+    backends: dict[str, Backend], steps: int = 100, turns: int = 10, *, yields: bool = False
 ) -> dict[str, tuple[float, float]]:
     """Per backend, the best of 5 agents' (wall, CPU) cost per text step, the backends measured in turn."""
     best = dict.fromkeys(backends, (float("inf"), float("inf")))
     for repeat in range(5):
         for name, backend in backends.items():
-            wall, cpu = await one_agent_steps(backend, f"steps-{repeat}", steps, turns)
+            session_id = f"steps-{'yields-' if yields else ''}{repeat}"
+            wall, cpu = await one_agent_steps(backend, session_id, steps, turns, yields=yields)
             best[name] = (min(best[name][0], wall), min(best[name][1], cpu))
     return best
 
@@ -187,12 +203,14 @@ async def main(dsn: str, backend_name: str) -> None:
         def postgres() -> tuple[list[object], dict[str, Any]]:
             return [PostgresPlugin()], {"plugins": {"persistence-postgres": {"dsn": dsn, "schema": schema}}}
 
-        costs = await step_costs({"memory": None, "jsonl": jsonl, "postgres": postgres})
+        backends: dict[str, Backend] = {"memory": None, "jsonl": jsonl, "postgres": postgres}
+        costs = await step_costs(backends)
         (plain, plain_cpu), (on_jsonl, jsonl_cpu), (on_postgres, postgres_cpu) = (
             costs["memory"],
             costs["jsonl"],
             costs["postgres"],
         )
+        yielding = await step_costs(backends, yields=True)
         resumed = await resume_costs({"jsonl": jsonl, "postgres": postgres}, 100_000)
         jsonl_resume, postgres_resume = resumed["jsonl"], resumed["postgres"]
         threaded, native = await driver_cost(dsn, schema)
@@ -204,6 +222,11 @@ async def main(dsn: str, backend_name: str) -> None:
     print(
         f"text step, persistence-postgres      {on_postgres * 1e6:8.1f} us   x{on_postgres / plain:.2f}  budget <= x1.50"
         f"  (x{on_postgres / on_jsonl:.2f} of jsonl; CPU x{postgres_cpu / plain_cpu:.2f})"
+    )
+    memory, jsonl_, postgres_ = (yielding[name][0] for name in ("memory", "jsonl", "postgres"))
+    print(
+        f"the same, the model yielding to the event loop before each chunk (as a real adapter does): in memory"
+        f" {memory * 1e6:.1f} us, jsonl x{jsonl_ / memory:.2f}, postgres x{postgres_ / memory:.2f}"
     )
     count, load, resume = jsonl_resume
     print(f"resume of {count} events, jsonl     {resume * 1e3:8.1f} ms   (load() alone {load * 1e3:.1f} ms)")
@@ -222,8 +245,59 @@ async def main(dsn: str, backend_name: str) -> None:
     )
 
 
-if __name__ == "__main__":
+def run() -> None:
+    """Every figure, on asyncio and trio, against one throwaway server."""
     with temporary_postgres() as server:
         for backend in ("asyncio", "trio"):
             print(f"--- {backend}")
             anyio.run(main, server.dsn, backend, backend=backend)
+
+
+async def steps_json(dsn: str, schema: str) -> None:
+    """One child of ``--against``: the per-step costs in memory and with PostgreSQL, as JSON."""
+
+    def postgres() -> tuple[list[object], dict[str, Any]]:
+        return [PostgresPlugin()], {"plugins": {"persistence-postgres": {"dsn": dsn, "schema": schema}}}
+
+    costs = await step_costs({"memory": None, "postgres": postgres}, turns=10)
+    print(json.dumps({name: wall for name, (wall, _) in costs.items()}))
+
+
+def against(baseline: Path, rounds: int) -> None:
+    """Per text step, this tree and ``baseline`` (a checkout) in alternating child processes on one
+    server, each importing the core and both persistence plugins from its own tree."""
+    trees = {"this": HERE, "base": baseline.resolve()}
+    ratios: dict[str, list[float]] = {label: [] for label in trees}
+    with temporary_postgres() as server:
+        for round_ in range(rounds):
+            for label, tree in trees.items():
+                paths = [tree, tree / "contrib" / "dsh-persistence-postgres", tree / "contrib" / "dsh-persistence-jsonl"]
+                env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, paths))}
+                schema = f"against_{label}_{round_}"
+                done = subprocess.run(
+                    [sys.executable, __file__, "--steps-json", server.dsn, schema],
+                    env=env, capture_output=True, text=True, check=True,
+                )
+                costs = json.loads(done.stdout.strip().splitlines()[-1])
+                ratios[label].append(costs["postgres"] / costs["memory"])
+                print(
+                    f"{label} {tree}: in memory {costs['memory'] * 1e6:5.1f} us, postgres"
+                    f" {costs['postgres'] * 1e6:5.1f} us, x{ratios[label][-1]:.2f}",
+                    flush=True,
+                )
+    for label, values in ratios.items():
+        print(f"{label}: postgres per text step x{statistics.median(values):.2f} of in memory (median of {rounds})")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--against", type=Path, help="a baseline checkout to compare the per-step cost with")
+    parser.add_argument("--rounds", type=int, default=4, help="child runs of each tree with --against")
+    parser.add_argument("--steps-json", nargs=2, metavar=("DSN", "SCHEMA"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.steps_json:
+        anyio.run(steps_json, *args.steps_json)
+    elif args.against:
+        against(args.against, args.rounds)
+    else:
+        run()

@@ -474,3 +474,94 @@ async def test_append_unchecked_of_a_checked_type_is_checked_against_the_session
             session.append_unchecked(TurnStartEvent, 2)
         assert session.open_turn == 1
         assert len(session.events) == 1
+
+
+# ---------------------------------------------------------------------- plain_data: what persistence writes
+
+
+def _thawed(value: Any) -> Any:
+    """Frozen JSON as plain dicts and lists (``plain_data`` may be either)."""
+    if isinstance(value, dict):
+        return {key: _thawed(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_thawed(item) for item in value]
+    return value
+
+
+def _data_built(event: SessionEvent) -> bool:
+    try:
+        SessionEvent.__dict__["data"].__get__(event, SessionEvent)
+    except AttributeError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda sample: sample.type)
+async def test_plain_data_of_a_typed_append_is_its_data_without_building_it(sample: LogEvent) -> None:
+    """Written straight from the payload: the same JSON as ``data`` (key order included), and the
+    frozen ``data`` is still not built (nobody asked for it)."""
+    async with Harness(autoload=False) as ctx:
+        session = await ctx.sessions.create("p")
+        if isinstance(sample, UserMessageEvent) and sample.surface.op == "replace":
+            for _ in range(3):  # something to replace
+                session.append(UserMessageEvent(message=USER))
+        if isinstance(sample, TurnEndEvent):
+            session.append(TurnStartEvent(turn=sample.turn))
+        event = session.append(sample)
+        plain = event.plain_data()
+        assert not _data_built(event)
+        assert dumps_json(plain) == dumps_json(event.data)
+        assert list(_thawed(plain)) == list(event.data)
+
+
+async def test_plain_data_of_a_chunk_appended_from_values_builds_neither_payload_nor_data() -> None:
+    async with Harness(autoload=False) as ctx:
+        session = await ctx.sessions.create("p")
+        for _ in range(2):  # the second append defers (the class is known by then)
+            event = session.append_unchecked(AssistantChunkEvent, 2, 3, ToolCallDelta(1, "c1", "read", "{}"))
+        plain = event.plain_data()
+        assert event._payload.__class__ is tuple  # still the values: no payload object made
+        assert not _data_built(event)
+        assert plain == _thawed(event.data)
+        assert plain == {"turn": 2, "step": 3, "chunk": ToolCallDelta(1, "c1", "read", "{}").to_json()}
+
+
+async def test_plain_data_of_json_given_data_is_that_data() -> None:
+    """Data appended as JSON is written as given, even once its payload was read: the payload's own
+    encoding spells out defaults the given JSON left out, and the stored text must not change."""
+    given = {"config": {"provider": "p", "model": "m"}, "system": "s", "tools": []}
+    async with Harness(autoload=False) as ctx:
+        session = await ctx.sessions.create("p")
+        event = session.append("request/header", given)
+        assert event.payload == RequestHeaderEvent(config=LlmCallConfig("p", "m"), system="s", tools=())
+        assert event.plain_data() is event.data
+        assert _thawed(event.plain_data()) == given
+        loaded = SessionEvent.from_json(event.to_json())
+        assert loaded.plain_data() is loaded.data
+
+
+@log_event("testplugin/shouted")
+@attrs.frozen(kw_only=True)
+class ShoutedEvent(LogEvent):
+    """A plugin's type that writes its data itself (its own ``to_data``)."""
+
+    word: str
+
+    def to_data(self) -> FrozenDict:
+        return FrozenDict({"word": self.word.upper()})
+
+
+async def test_plain_data_of_a_payload_with_its_own_to_data_is_its_data() -> None:
+    async with Harness(autoload=False) as ctx:
+        session = await ctx.sessions.create("p")
+        event = session.append(ShoutedEvent(word="hi"))
+        assert event.plain_data() == {"word": "HI"} == event.data
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda sample: sample.type)
+def test_encode_values_is_encode_plain_of_the_instance(sample: LogEvent) -> None:
+    """The codec's encoder from field values (a deferred payload) writes what its encoder of the
+    instance writes, for every core type (defaults left out, optional keys, nested classes)."""
+    codec = type(sample).spec.codec
+    values = tuple(getattr(sample, attribute.name) for attribute in attrs.fields(type(sample)))
+    assert dumps_json(codec.encode_values(values)) == dumps_json(codec.encode_plain(sample))

@@ -107,6 +107,9 @@ class SessionEvent:
     #: the typed payload, once known (given at a typed append, or read from ``data``), or its class
     #: and field values until first read (``Session.append_unchecked``); not compared
     _payload: LogEvent | DeferredPayload | None = attrs.field(default=None, init=False, eq=False, repr=False)
+    #: appended as a typed payload: ``data``, if built, is the payload's own encoding (not JSON given
+    #: by a caller or read from a store, which may spell the same values otherwise)
+    _typed: bool = attrs.field(default=False, init=False, eq=False, repr=False)
 
     def __getattr__(self, name: str) -> Any:
         # Reached only for a slot never set: the ``data`` of an event appended as a payload.
@@ -131,6 +134,21 @@ class SessionEvent:
             payload = build_unchecked(*payload)
             _set_payload(self, payload)
         return payload  # type: ignore[return-value]
+
+    def plain_data(self) -> Mapping[str, Any]:
+        """The JSON of ``data`` for a serialiser (orjson, ``json``): for an event appended as a
+        typed payload, built straight from it as plain dicts and lists, without the frozen copy
+        that ``data`` keeps (what persistence writes for every event, which nobody may ever read as
+        ``data``: 0.3 us against 0.6 for a streamed chunk). It may be ``data`` itself: read it,
+        never keep or change it."""
+        payload: Any = self._payload
+        if payload.__class__ is tuple:
+            cls, values = payload
+            if cls.to_data is _DEFAULT_TO_DATA:
+                return cls.spec.codec.encode_values(values)  # type: ignore[no-any-return]
+        elif self._typed and payload.__class__.to_data is _DEFAULT_TO_DATA:
+            return payload.spec.codec.encode_plain(payload)  # type: ignore[no-any-return]
+        return self.data  # given as JSON, or a payload class with its own ``to_data``
 
     @property
     def surface(self) -> SurfaceOp | None:
@@ -168,12 +186,16 @@ _EVENT_JSON: Final = ObjectCodec(
 _EVENT_JSON.install_to_json()
 
 
+#: a payload class whose ``to_data`` is this one encodes as its codec says
+_DEFAULT_TO_DATA: Final = LogEvent.to_data
+
 _new_event = object.__new__
 _set_type = SessionEvent.type.__set__  # type: ignore[attr-defined]  # slot descriptors
 _set_seq = SessionEvent.seq.__set__  # type: ignore[attr-defined]
 _set_time = SessionEvent.time.__set__  # type: ignore[attr-defined]
 _set_data = SessionEvent.__dict__["data"].__set__
 _set_payload = SessionEvent.__dict__["_payload"].__set__
+_set_typed = SessionEvent.__dict__["_typed"].__set__
 
 
 # Kept: the constructor needs ``data``, which a typed append has not until it is read; and a raw
@@ -189,6 +211,7 @@ def logged_event(seq: int, time: float, payload: LogEvent) -> SessionEvent:
     _set_seq(event, seq)
     _set_time(event, time)
     _set_payload(event, payload)
+    _set_typed(event, True)
     return event
 
 
@@ -215,4 +238,5 @@ def raw_event(event_type: str, seq: int, time: float, data: object) -> SessionEv
     _set_time(event, time)
     _set_data(event, data)
     _set_payload(event, None)
+    _set_typed(event, False)
     return event

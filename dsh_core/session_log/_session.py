@@ -34,6 +34,7 @@ from dsh_core.session_log._event import (
     _set_seq,
     _set_time,
     _set_type,
+    _set_typed,
     raw_event,
 )
 from dsh_core.session_log._spec import LogEvent, is_visible, spec_for
@@ -376,6 +377,7 @@ class Session:
             _set_seq(event, len(log))
             _set_time(event, _now())
             _set_payload(event, payload)
+            _set_typed(event, True)
             if checked or self._validators:
                 self._admit(event, validate=True)
             else:
@@ -438,6 +440,7 @@ class Session:
         _set_seq(event, len(log))
         _set_time(event, _now())
         _set_payload(event, (cls, values))
+        _set_typed(event, True)
         log.append(event)
         dispatcher = self._dispatcher
         if dispatcher is not None:

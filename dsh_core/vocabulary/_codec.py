@@ -410,8 +410,10 @@ class ObjectCodec:
         "_fields",
         "_keys",
         "_name",
+        "_pairs",
         "_paths",
         "_tag",
+        "_values_encoder",
         "encode",
         "encode_plain",
         "read",
@@ -476,6 +478,8 @@ class ObjectCodec:
         self.encode: Callable[[Any], FrozenDict] = self._compile(pairs, frozen=True)
         #: ``value`` as a plain JSON object (dicts and lists)
         self.encode_plain: Callable[[Any], dict[str, Any]] = self._compile(pairs, frozen=False)
+        self._pairs = pairs
+        self._values_encoder: Callable[[tuple[Any, ...]], dict[str, Any]] | None = None
         trust = bool(getattr(cls, TRUSTS_READERS, False)) if trusted is None else trusted
         trust = trust and _trustable(cls, skipped)
         #: read and check a JSON object at ``field`` (a path) into an instance
@@ -508,14 +512,27 @@ class ObjectCodec:
     def tag(self) -> tuple[str, str] | None:
         return self._tag
 
-    def _compile(self, pairs: list[_Pair], *, frozen: bool) -> Any:
-        """One function with a line per field, keys in order: the cost of a hand-written ``to_json``."""
+    def encode_values(self, values: tuple[Any, ...]) -> dict[str, Any]:
+        """``encode_plain`` of the instance whose field values are ``values`` (all of them, in
+        ``attrs.fields`` order), without building it: a deferred payload written by persistence
+        (0.1 us against 0.6 to build the instance first). Compiled at first use."""
+        encoder = self._values_encoder
+        if encoder is None:
+            encoder = self._values_encoder = self._compile(self._pairs, frozen=False, from_values=True)
+        return encoder(values)
+
+    def _compile(self, pairs: list[_Pair], *, frozen: bool, from_values: bool = False) -> Any:
+        """One function with a line per field, keys in order: the cost of a hand-written ``to_json``.
+
+        ``from_values``: it takes the tuple of the instance's field values instead of the instance.
+        """
         namespace: dict[str, Any] = {"_frozen": _frozen}
         literal: list[str] = [] if self._tag is None else [f"{self._tag[0]!r}: {self._tag[1]!r}"]
         lines: list[str] = []  # once a key may be left out, the rest follow one by one (to keep the order)
+        position = {attribute.name: index for index, attribute in enumerate(attrs.fields(self._cls))}
         for index, (field, pair) in enumerate(zip(self._fields, pairs, strict=True)):
             encode = pair[0] if frozen else pair[1]
-            value = f"self.{field.name}"
+            value = f"self[{position[field.name]}]" if from_values else f"self.{field.name}"
             shown = value
             if encode is not None:
                 namespace[f"_e{index}"] = encode.constant

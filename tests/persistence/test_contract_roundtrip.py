@@ -255,3 +255,20 @@ async def test_resume_checks_each_stored_event_once(backend: Backend, monkeypatc
             monkeypatch.undo()
     assert [event.type for event in events[-1:]] == ["turn/end"]  # crash repair's
     assert sorted(checked) == [event.seq for event in events]  # each stored event once, none skipped
+
+
+async def test_json_orjson_cannot_write_round_trips(backend: Backend) -> None:
+    """Lossless JSON that orjson refuses to write, an int beyond 64 bits or a lone surrogate, is
+    stored and read back exactly, and the events after it too (it used to stop the session's writes)."""
+    wide = {"big": 2**70, "negative": -(2**65), "lone": "a\ud800b", "fine": "ok"}
+    async with backend.harness() as ctx:
+        session = await ctx.sessions.create("wide")
+        session.append("my-plugin/wide", wide)
+        session.append("my-plugin/after", {"n": 1})
+        await ctx.sessions.flush(session)
+        live = list(session.events)
+    assert backend.stored("wide") == live
+    async with backend.harness() as ctx:
+        loaded = await ctx.session_persistence.load("wide")
+        assert loaded.events == tuple(live)
+        assert loaded.events[0].data == wide

@@ -8,6 +8,7 @@ seconds since the epoch. Every further line is exactly ``SessionEvent.to_json()`
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -56,11 +57,17 @@ def encode_event(event: SessionEvent) -> bytes:
     """``event`` as one complete line: the JSON of ``event.to_json()``, without thawing ``data``.
 
     orjson, because this is the hot path of every write (about ten times faster than the standard
-    encoder on event data). The data was checked as lossless JSON at append, so orjson's few
-    departures (NaN as null) cannot arise; floats round-trip exactly as with ``repr``.
+    encoder on event data), on ``plain_data`` (an event appended as a payload is written straight
+    from it, without the frozen copy of its data). The data was checked as lossless JSON at
+    append, so orjson's few departures (NaN as null) cannot arise; floats round-trip exactly as
+    with ``repr``. What orjson refuses, an int beyond 64 bits or a lone surrogate, the standard
+    encoder writes (the surrogate as an escape, which the loader reads back).
     """
-    envelope = {"type": event.type, "seq": event.seq, "time": event.time, "data": event.data}
-    return orjson.dumps(envelope, option=orjson.OPT_APPEND_NEWLINE)
+    envelope = {"type": event.type, "seq": event.seq, "time": event.time, "data": event.plain_data()}
+    try:
+        return orjson.dumps(envelope, option=orjson.OPT_APPEND_NEWLINE)
+    except TypeError:
+        return (json.dumps(envelope, separators=(",", ":"), allow_nan=False) + "\n").encode("ascii")
 
 
 def read_header(parsed: object, path: Path) -> Header:

@@ -27,7 +27,7 @@ from psycopg_pool import ConnectionPool
 
 from dsh_core import SessionEvent, SessionMeta
 
-from ._codec import decode_event, decode_rows, encode_batch, sound_prefix, summarize
+from ._codec import Pending, decode_event, decode_rows, encode_batch, encoded, sound_prefix, summarize
 from ._dsn import KEEPALIVES, SERVER_KEEPALIVES, Target
 from ._errors import SessionCorruptError, SessionFencedError, SessionNotFoundError, SessionWriteError
 from ._schema import LOCK_SEED, Statements, ensure_schema, schema_lock
@@ -221,7 +221,7 @@ class Database:
             )
             titled = False
             if events:
-                titled = self._insert(conn, session_id, 1, 0, events, want_title=True)
+                titled = self._insert(conn, session_id, 1, 0, encoded(events), want_title=True)
         return Claim(epoch=1, count=len(events), titled=titled)
 
     # ------------------------------------------------------------------ writing
@@ -232,7 +232,7 @@ class Database:
         session_id: str,
         epoch: int,
         first: int,
-        events: Sequence[SessionEvent],
+        events: Sequence[Pending],
         *,
         want_title: bool,
         durable: bool = True,
@@ -264,12 +264,13 @@ class Database:
         session_id: str,
         epoch: int,
         first: int,
-        events: Sequence[SessionEvent],
+        events: Sequence[Pending],
         *,
         want_title: bool,
         durable: bool = True,
     ) -> bool:
-        """Commit ``events`` (seqs ``first``...) if ``epoch`` is current and ``first`` is the stored count.
+        """Commit ``events`` (seqs ``first``..., each with its line: ``encoded``) if ``epoch`` is
+        current and ``first`` is the stored count.
 
         ``durable``: the commit returns once it is on the server's disk; otherwise once it is
         committed, on disk by the next durable commit or ``sync_point`` (see ``Statements.append``).

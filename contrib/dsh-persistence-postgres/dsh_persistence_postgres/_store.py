@@ -28,7 +28,7 @@ import psycopg
 
 from dsh_core import SessionEvent, SessionMeta, StoredLogError, repair_events
 
-from ._codec import check_events
+from ._codec import check_events, encode_line, encoded
 from ._database import Claim, Database, not_found
 from ._errors import (
     DatabaseError,
@@ -138,7 +138,7 @@ class PostgresSessionStore:
                     session_id,
                     claim.epoch,
                     first,
-                    loaded.repaired,
+                    encoded(loaded.repaired),
                 )
                 claim = attrs.evolve(claim, titled=claim.titled or titled)
                 logger.warning(
@@ -392,7 +392,7 @@ class PostgresSessionStore:
             return
         if journal.broken is not None:
             return
-        journal.pending.append(event)
+        journal.pending.append((event, encode_line(event)))
         if is_urgent(session, event):
             journal.urgent = True  # its commit is durable, whichever write makes it (§9.1)
             self._urgent.submit(journal)  # committed now by a thread of ours: the event loop may stay busy

@@ -40,6 +40,7 @@ import psycopg
 from dsh_core import SessionEvent
 from dsh_core.session_log import ContextMessageEvent, InboxClearedEvent, InboxQueuedEvent
 
+from ._codec import Pending, encoded
 from ._database import Claim, Database
 from ._errors import PersistenceError, SessionWriteError
 
@@ -86,8 +87,8 @@ class Journal:
         self.session = session
         self.db = db
         self.limiter = limiter
-        #: events published but not yet committed, in log order
-        self.pending: list[SessionEvent] = []
+        #: events published but not yet committed, in log order, each with its line (``encode_line``)
+        self.pending: list[Pending] = []
         #: queued on the writer's dirty list
         self.dirty = False
         #: the owner epoch this journal writes under (``None`` until the session is opened)
@@ -123,7 +124,7 @@ class Journal:
         """
         with self.mutex:
             self.written, self.titled = claim.count, claim.titled
-            self.pending[:0] = snapshot[claim.count :]
+            self.pending[:0] = encoded(snapshot[claim.count :])
             self.epoch = claim.epoch
 
     def commit(self, *, durable: bool, final: bool = False, dequeue: bool = False) -> None:
@@ -161,9 +162,10 @@ class Journal:
                 return
             durable = durable or urgent
             batch = list(pending)
-            if batch[0].seq != self.written:
+            first = batch[0][0].seq
+            if first != self.written:
                 # Never expected: the log would get a gap or a duplicate. Stop rather than write it.
-                problem = f"event {batch[0].seq} arrived where event {self.written} was expected"
+                problem = f"event {first} arrived where event {self.written} was expected"
                 self.broken = self.error(f"the write path lost its place ({problem}); nothing more is written")
                 return
             try:
