@@ -3,8 +3,8 @@
 ``python benchmarks/loop.py --against /tmp/base`` (the baseline is any checkout, e.g. made with
 ``git worktree add /tmp/base main~3``) runs the script's measurements in child processes, this tree
 and the baseline alternately, each importing ``dsh_core`` and ``dsh_agent_loop`` from its own tree
-(``PYTHONPATH``, and the tree's own ``.venv`` when it has one: a tree whose layout differs has
-entry points of its own); each figure is the best of the rounds, and the ratio is this tree over the baseline.
+and its contrib plugins from its own ``contrib/`` (``PYTHONPATH``, and the tree's own ``.venv`` when
+it has one: a tree whose layout differs has entry points of its own); each figure is the best of the rounds, and the ratio is this tree over the baseline.
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ def _path_of(tree: Path, shims: Path) -> str:
     from loop import entry_point_shim  # the shim benchmarks/loop.py builds for its baseline
 
     shim = entry_point_shim(tree, shims / tree.name)
-    return os.pathsep.join((str(shim), str(tree)))
+    plugins = sorted(str(folder) for folder in (tree / "contrib").glob("*") if folder.is_dir())  # its own, not ours
+    return os.pathsep.join((str(shim), str(tree), *plugins))
 
 
 def run_against(script: str, baseline: Path, rounds: int) -> None:

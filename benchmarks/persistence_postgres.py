@@ -13,18 +13,15 @@ asyncio-only ``AsyncConnection``.
 The server is a throwaway cluster (``dsh_persistence_postgres.testing``) on a Unix socket, with
 PostgreSQL's default durability (``fsync``, ``synchronous_commit`` on); the JSONL store lives in
 ``$TMPDIR``. ``benchmarks/persistence.py`` prints these figures too, after its own. ``--against DIR``
-compares the per-step cost with another checkout's (``git worktree add /tmp/base main``), in
-alternating child processes on one server. Figures only, never asserted.
+compares the per-step cost with another checkout's (``git worktree add /tmp/base main``), through
+``_compare``: alternating child processes, each on a server of its own, best of ``--rounds``. Figures only, never asserted.
 """
 
 from __future__ import annotations
 
-import argparse
 import gc
 import json
 import os
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,6 +33,7 @@ import anyio
 import anyio.to_thread
 import psycopg
 import sniffio
+from _compare import parse_args, run_against
 from dsh_persistence_jsonl import PersistencePlugin as JsonlPlugin
 from dsh_persistence_postgres import PersistencePlugin as PostgresPlugin
 from dsh_persistence_postgres._schema import Statements, ensure_schema
@@ -47,7 +45,6 @@ from dsh_core.testing import ScriptedModel
 from dsh_core.vocabulary import AssistantMessage
 
 OPTIONS = AgentOptions(model="scripted/bench")
-HERE = Path(__file__).resolve().parent.parent
 
 #: a backend: () -> (plugins, config), or None for in memory
 Backend = Callable[[], tuple[list[object], dict[str, Any]]] | None
@@ -253,51 +250,31 @@ def run() -> None:
             anyio.run(main, server.dsn, backend, backend=backend)
 
 
-async def steps_json(dsn: str, schema: str) -> None:
-    """One child of ``--against``: the per-step costs in memory and with PostgreSQL, as JSON."""
+def step_figures() -> dict[str, float]:
+    """One child of ``--against``: the per-text-step costs in memory and with PostgreSQL, on a server
+    of its own."""
 
-    def postgres() -> tuple[list[object], dict[str, Any]]:
-        return [PostgresPlugin()], {"plugins": {"persistence-postgres": {"dsn": dsn, "schema": schema}}}
+    async def measure(dsn: str) -> dict[str, float]:
+        def postgres() -> tuple[list[object], dict[str, Any]]:
+            return [PostgresPlugin()], {"plugins": {"persistence-postgres": {"dsn": dsn, "schema": "against"}}}
 
-    costs = await step_costs({"memory": None, "postgres": postgres}, turns=10)
-    print(json.dumps({name: wall for name, (wall, _) in costs.items()}))
+        costs = await step_costs({"memory": None, "postgres": postgres}, turns=10)
+        memory, on_postgres = costs["memory"][0], costs["postgres"][0]
+        return {
+            "text step, in memory (us)": memory * 1e6,
+            "text step, postgres (us)": on_postgres * 1e6,
+            "postgres / in memory": on_postgres / memory,
+        }
 
-
-def against(baseline: Path, rounds: int) -> None:
-    """Per text step, this tree and ``baseline`` (a checkout) in alternating child processes on one
-    server, each importing the core and both persistence plugins from its own tree."""
-    trees = {"this": HERE, "base": baseline.resolve()}
-    ratios: dict[str, list[float]] = {label: [] for label in trees}
     with temporary_postgres() as server:
-        for round_ in range(rounds):
-            for label, tree in trees.items():
-                paths = [tree, tree / "contrib" / "dsh-persistence-postgres", tree / "contrib" / "dsh-persistence-jsonl"]
-                env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, paths))}
-                schema = f"against_{label}_{round_}"
-                done = subprocess.run(
-                    [sys.executable, __file__, "--steps-json", server.dsn, schema],
-                    env=env, capture_output=True, text=True, check=True,
-                )
-                costs = json.loads(done.stdout.strip().splitlines()[-1])
-                ratios[label].append(costs["postgres"] / costs["memory"])
-                print(
-                    f"{label} {tree}: in memory {costs['memory'] * 1e6:5.1f} us, postgres"
-                    f" {costs['postgres'] * 1e6:5.1f} us, x{ratios[label][-1]:.2f}",
-                    flush=True,
-                )
-    for label, values in ratios.items():
-        print(f"{label}: postgres per text step x{statistics.median(values):.2f} of in memory (median of {rounds})")
+        return anyio.run(measure, server.dsn)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--against", type=Path, help="a baseline checkout to compare the per-step cost with")
-    parser.add_argument("--rounds", type=int, default=4, help="child runs of each tree with --against")
-    parser.add_argument("--steps-json", nargs=2, metavar=("DSN", "SCHEMA"), help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.steps_json:
-        anyio.run(steps_json, *args.steps_json)
-    elif args.against:
-        against(args.against, args.rounds)
+    args = parse_args()  # --against DIR [--rounds N]: _compare's children, each with --json
+    if args.against is not None:
+        run_against(__file__, args.against, args.rounds)
+    elif args.json:
+        print(json.dumps(step_figures()))
     else:
         run()
