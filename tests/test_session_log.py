@@ -21,6 +21,8 @@ from dsh_core.llm import Failure, Finish, LlmCallConfig, TextDelta, ToolCallDelt
 from dsh_core.session_log import (
     CONSUMING_EVENT_TYPES,
     SURFACE_EVENT_TYPES,
+    ApprovalRequestedEvent,
+    ApprovalResolvedEvent,
     AssistantChunkEvent,
     AssistantMessageEvent,
     ContextMessageEvent,
@@ -72,14 +74,19 @@ SAMPLES: list[LogEvent] = [
     TurnStartEvent(turn=1),
     InboxQueuedEvent(id="q1", kind="send", message=USER),
     UserMessageEvent(message=USER, queued_id="q1"),
-    UserMessageEvent(message=UserMessage("summary", {"kind": "compaction"}, "u2"), surface=SurfaceOp.replace(0, 3)),
+    UserMessageEvent(
+        message=UserMessage("summary", {"kind": "compaction"}, "u2"), surface=SurfaceOp.replace(0, 3)
+    ),
     PromptBlockedEvent(queued_id="q2", reason="not now", message=UserMessage("later", id="u3")),
     ContextMessageEvent(message=UserMessage("note", {"kind": "context"}, "u4")),
     ContextMessageEvent(message=UserMessage("idle", {"kind": "context"}, "u5"), queued_id="q3"),
     SteeringMessageEvent(message=UserMessage("faster", {"kind": "steering"}, "u6"), queued_id="q4"),
     StepStartEvent(turn=1, step=1),
     RequestHeaderEvent(
-        config=LlmCallConfig("scripted", "m", 100, 0.5, "high"), system="be brief", tools=(SCHEMA,), prefix=(USER,)
+        config=LlmCallConfig("scripted", "m", 100, 0.5, "high"),
+        system="be brief",
+        tools=(SCHEMA,),
+        prefix=(USER,),
     ),
     RequestHeaderDeltaEvent(system="be briefer"),
     RequestHeaderDeltaEvent(config=LlmCallConfig("scripted", "n"), tools=(), prefix=()),
@@ -88,13 +95,20 @@ SAMPLES: list[LogEvent] = [
     AssistantChunkEvent(turn=1, step=1, chunk=USAGE),
     AssistantChunkEvent(turn=1, step=1, chunk=Finish("error", Failure("slow down", "RATE_LIMIT", 429, 1.5))),
     AssistantMessageEvent(turn=1, step=1, message=REPLY, usage=USAGE),
-    AssistantMessageEvent(turn=1, step=2, message=AssistantMessage((Text("half"),), id="a2"), interrupted=True),
+    AssistantMessageEvent(
+        turn=1, step=2, message=AssistantMessage((Text("half"),), id="a2"), interrupted=True
+    ),
     ToolCallEvent(turn=1, step=1, call_id="c1", name="read", arguments='{"path": "a.txt"}'),
     ToolResultEvent(turn=1, step=1, message=RESULT),
     ToolResultEvent(
         turn=1, step=1, message=ToolResultMessage("c2", "denied", True, "t2"), error_code="DENIED"
     ),
     InboxClearedEvent(ids=("q5", "q6")),
+    ApprovalRequestedEvent(
+        call_id="c3", tool="bash", arguments={"command": "make"}, reason="ask bash(make*)"
+    ),
+    ApprovalResolvedEvent(call_id="c3", decision="once", arguments={"command": "make -j2"}, by="cli"),
+    ApprovalResolvedEvent(call_id="c4", decision="deny", reason="run the tests first", by="serve"),
     TurnEndEvent(turn=1, reason=TurnEnd("completed")),
     TurnEndEvent(turn=2, reason=TurnEnd("error", failure=Failure("boom", "SERVER", 500))),
     TurnEndEvent(turn=3, reason=TurnEnd("stopped", reason="enough")),
@@ -112,8 +126,10 @@ def golden_lines() -> list[str]:
 
 
 def test_every_core_type_of_spec_section_3_is_declared_once() -> None:
-    """The catalogue declares exactly the types SPEC §3 lists, plus the inbox records."""
+    """The catalogue declares exactly the types SPEC §3 lists, plus the inbox and approval records (§10.1)."""
     assert {spec.type for spec in CORE} == {
+        "approval/requested",
+        "approval/resolved",
         "turn/start",
         "user/message",
         "prompt/blocked",
@@ -162,7 +178,11 @@ def _string_literals(path: Path) -> Iterator[tuple[int, object]]:
 def test_no_module_outside_the_catalogue_spells_a_core_event_type() -> None:
     """Writers and readers name core types by their payload class (``TurnStartEvent.type``)."""
     core = {spec.type for spec in CORE}
-    sources = [*ROOT.glob("dsh_core/**/*.py"), *ROOT.glob("dsh_agent_loop/**/*.py"), *ROOT.glob("contrib/*/dsh_*/**/*.py")]
+    sources = [
+        *ROOT.glob("dsh_core/**/*.py"),
+        *ROOT.glob("dsh_agent_loop/**/*.py"),
+        *ROOT.glob("contrib/*/dsh_*/**/*.py"),
+    ]
     # every writer and reader is searched: the core, the loop and each contrib plugin's package
     parts = [path.relative_to(ROOT).parts for path in sources]
     assert {"session_log", "vocabulary", "services"} <= {part[1] for part in parts if part[0] == "dsh_core"}
@@ -200,7 +220,10 @@ def test_payload_round_trips_through_json_text(sample: LogEvent) -> None:
     parsed = loads_json(text, where=sample.type)
     assert type(sample).from_data(parsed) == sample  # type: ignore[arg-type]
     assert read_payload(sample.type, parsed) == sample  # type: ignore[arg-type]
-    assert None not in parsed.values()  # type: ignore[union-attr]
+    if sample.type == "approval/resolved":  # SPEC §10.1 spells its keys out: reason and arguments may be null
+        assert set(parsed) == {"call_id", "decision", "reason", "arguments", "by"}  # type: ignore[arg-type]
+    else:
+        assert None not in parsed.values()  # type: ignore[union-attr]
 
 
 @settings(max_examples=60, deadline=None)
@@ -232,7 +255,12 @@ def test_any_visible_payload_round_trips(
         ("inbox/cleared", {"ids": [1]}, "data.ids[0]", "expected a string"),
         ("user/message", {"message": 5}, "data.message", "JSON object"),
         ("user/message", {"message": {"role": "user", "content": []}}, "data.message.id", "missing"),
-        ("assistant/chunk", {"turn": 1, "step": 1, "chunk": {"type": "beep"}}, "data.chunk.type", "unknown chunk"),
+        (
+            "assistant/chunk",
+            {"turn": 1, "step": 1, "chunk": {"type": "beep"}},
+            "data.chunk.type",
+            "unknown chunk",
+        ),
         ("step/start", {"turn": 1, "step": 1, "extra": 0}, "data.extra", "unknown field"),
     ],
 )
@@ -255,7 +283,9 @@ def test_payload_constructors_check_python_types() -> None:
     """A payload refuses a wrong value when it is built, naming the field and what was wrong."""
     with pytest.raises(ValueError, match=r"TurnStartEvent.turn must be an int >= 1, got 0"):
         TurnStartEvent(turn=0)
-    with pytest.raises(TypeError, match=r"'message' must be <class '.*UserMessage'> \(got .* that is a <class 'dict'>\)"):
+    with pytest.raises(
+        TypeError, match=r"'message' must be <class '.*UserMessage'> \(got .* that is a <class 'dict'>\)"
+    ):
         UserMessageEvent(message={"role": "user"})  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"'chunk' must be \(<class '.*TextDelta'>"):
         AssistantChunkEvent(turn=1, step=1, chunk="hi")  # type: ignore[arg-type]
@@ -298,7 +328,9 @@ async def test_derived_view_holds_the_appended_message_itself(dsh_ctx: Context) 
     session.append(AssistantMessageEvent(turn=1, step=1, message=REPLY))
     session.append(ToolResultEvent(turn=1, step=1, message=RESULT))
     derived = session.derive_messages()
-    assert [message is original for message, original in zip(derived, (USER, REPLY, RESULT), strict=True)] == [
+    assert [
+        message is original for message, original in zip(derived, (USER, REPLY, RESULT), strict=True)
+    ] == [
         True,
         True,
         True,

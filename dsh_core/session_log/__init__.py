@@ -1,7 +1,11 @@
 """The session log: its event envelope, the catalogue of event types with their data, the checks an append applies, and crash repair."""
 
+from ._catalogue import APPROVAL_DECISIONS as APPROVAL_DECISIONS
 from ._catalogue import CONSUMING_EVENT_TYPES as CONSUMING_EVENT_TYPES
 from ._catalogue import SURFACE_EVENT_TYPES as SURFACE_EVENT_TYPES
+from ._catalogue import ApprovalDecision as ApprovalDecision
+from ._catalogue import ApprovalRequestedEvent as ApprovalRequestedEvent
+from ._catalogue import ApprovalResolvedEvent as ApprovalResolvedEvent
 from ._catalogue import AssistantChunkEvent as AssistantChunkEvent
 from ._catalogue import AssistantMessageEvent as AssistantMessageEvent
 from ._catalogue import ContextMessageEvent as ContextMessageEvent
@@ -43,10 +47,14 @@ from ._surface import SurfaceOp as SurfaceOp
 from ._surface import SurfaceOpKind as SurfaceOpKind
 
 __all__ = [
+    "APPROVAL_DECISIONS",
     "CONSUMING_EVENT_TYPES",
     "NOT_STARTED",
     "OUTCOME_UNKNOWN",
     "SURFACE_EVENT_TYPES",
+    "ApprovalDecision",
+    "ApprovalRequestedEvent",
+    "ApprovalResolvedEvent",
     "AssistantChunkEvent",
     "AssistantMessageEvent",
     "CheckedLog",
