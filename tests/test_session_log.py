@@ -74,19 +74,14 @@ SAMPLES: list[LogEvent] = [
     TurnStartEvent(turn=1),
     InboxQueuedEvent(id="q1", kind="send", message=USER),
     UserMessageEvent(message=USER, queued_id="q1"),
-    UserMessageEvent(
-        message=UserMessage("summary", {"kind": "compaction"}, "u2"), surface=SurfaceOp.replace(0, 3)
-    ),
+    UserMessageEvent(message=UserMessage("summary", {"kind": "compaction"}, "u2"), surface=SurfaceOp.replace(0, 3)),
     PromptBlockedEvent(queued_id="q2", reason="not now", message=UserMessage("later", id="u3")),
     ContextMessageEvent(message=UserMessage("note", {"kind": "context"}, "u4")),
     ContextMessageEvent(message=UserMessage("idle", {"kind": "context"}, "u5"), queued_id="q3"),
     SteeringMessageEvent(message=UserMessage("faster", {"kind": "steering"}, "u6"), queued_id="q4"),
     StepStartEvent(turn=1, step=1),
     RequestHeaderEvent(
-        config=LlmCallConfig("scripted", "m", 100, 0.5, "high"),
-        system="be brief",
-        tools=(SCHEMA,),
-        prefix=(USER,),
+        config=LlmCallConfig("scripted", "m", 100, 0.5, "high"), system="be brief", tools=(SCHEMA,), prefix=(USER,)
     ),
     RequestHeaderDeltaEvent(system="be briefer"),
     RequestHeaderDeltaEvent(config=LlmCallConfig("scripted", "n"), tools=(), prefix=()),
@@ -95,18 +90,14 @@ SAMPLES: list[LogEvent] = [
     AssistantChunkEvent(turn=1, step=1, chunk=USAGE),
     AssistantChunkEvent(turn=1, step=1, chunk=Finish("error", Failure("slow down", "RATE_LIMIT", 429, 1.5))),
     AssistantMessageEvent(turn=1, step=1, message=REPLY, usage=USAGE),
-    AssistantMessageEvent(
-        turn=1, step=2, message=AssistantMessage((Text("half"),), id="a2"), interrupted=True
-    ),
+    AssistantMessageEvent(turn=1, step=2, message=AssistantMessage((Text("half"),), id="a2"), interrupted=True),
     ToolCallEvent(turn=1, step=1, call_id="c1", name="read", arguments='{"path": "a.txt"}'),
     ToolResultEvent(turn=1, step=1, message=RESULT),
     ToolResultEvent(
         turn=1, step=1, message=ToolResultMessage("c2", "denied", True, "t2"), error_code="DENIED"
     ),
     InboxClearedEvent(ids=("q5", "q6")),
-    ApprovalRequestedEvent(
-        call_id="c3", tool="bash", arguments={"command": "make"}, reason="ask bash(make*)"
-    ),
+    ApprovalRequestedEvent(call_id="c3", tool="bash", arguments={"command": "make"}, reason="ask bash(make*)"),
     ApprovalResolvedEvent(call_id="c3", decision="once", arguments={"command": "make -j2"}, by="cli"),
     ApprovalResolvedEvent(call_id="c4", decision="deny", reason="run the tests first", by="serve"),
     TurnEndEvent(turn=1, reason=TurnEnd("completed")),
@@ -178,11 +169,7 @@ def _string_literals(path: Path) -> Iterator[tuple[int, object]]:
 def test_no_module_outside_the_catalogue_spells_a_core_event_type() -> None:
     """Writers and readers name core types by their payload class (``TurnStartEvent.type``)."""
     core = {spec.type for spec in CORE}
-    sources = [
-        *ROOT.glob("dsh_core/**/*.py"),
-        *ROOT.glob("dsh_agent_loop/**/*.py"),
-        *ROOT.glob("contrib/*/dsh_*/**/*.py"),
-    ]
+    sources = [*ROOT.glob("dsh_core/**/*.py"), *ROOT.glob("dsh_agent_loop/**/*.py"), *ROOT.glob("contrib/*/dsh_*/**/*.py")]
     # every writer and reader is searched: the core, the loop and each contrib plugin's package
     parts = [path.relative_to(ROOT).parts for path in sources]
     assert {"session_log", "vocabulary", "services"} <= {part[1] for part in parts if part[0] == "dsh_core"}
@@ -255,12 +242,7 @@ def test_any_visible_payload_round_trips(
         ("inbox/cleared", {"ids": [1]}, "data.ids[0]", "expected a string"),
         ("user/message", {"message": 5}, "data.message", "JSON object"),
         ("user/message", {"message": {"role": "user", "content": []}}, "data.message.id", "missing"),
-        (
-            "assistant/chunk",
-            {"turn": 1, "step": 1, "chunk": {"type": "beep"}},
-            "data.chunk.type",
-            "unknown chunk",
-        ),
+        ("assistant/chunk", {"turn": 1, "step": 1, "chunk": {"type": "beep"}}, "data.chunk.type", "unknown chunk"),
         ("step/start", {"turn": 1, "step": 1, "extra": 0}, "data.extra", "unknown field"),
     ],
 )
@@ -283,9 +265,7 @@ def test_payload_constructors_check_python_types() -> None:
     """A payload refuses a wrong value when it is built, naming the field and what was wrong."""
     with pytest.raises(ValueError, match=r"TurnStartEvent.turn must be an int >= 1, got 0"):
         TurnStartEvent(turn=0)
-    with pytest.raises(
-        TypeError, match=r"'message' must be <class '.*UserMessage'> \(got .* that is a <class 'dict'>\)"
-    ):
+    with pytest.raises(TypeError, match=r"'message' must be <class '.*UserMessage'> \(got .* that is a <class 'dict'>\)"):
         UserMessageEvent(message={"role": "user"})  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"'chunk' must be \(<class '.*TextDelta'>"):
         AssistantChunkEvent(turn=1, step=1, chunk="hi")  # type: ignore[arg-type]
@@ -328,9 +308,7 @@ async def test_derived_view_holds_the_appended_message_itself(dsh_ctx: Context) 
     session.append(AssistantMessageEvent(turn=1, step=1, message=REPLY))
     session.append(ToolResultEvent(turn=1, step=1, message=RESULT))
     derived = session.derive_messages()
-    assert [
-        message is original for message, original in zip(derived, (USER, REPLY, RESULT), strict=True)
-    ] == [
+    assert [message is original for message, original in zip(derived, (USER, REPLY, RESULT), strict=True)] == [
         True,
         True,
         True,
