@@ -30,11 +30,20 @@ _NOT_STARTED = "Error: the tool call was cancelled before it started; it did not
 
 
 async def run_tool_calls(
-    agent: Agent, turn: int, step: int, calls: Sequence[ToolCall], signal: CancelSignal
+    agent: Agent,
+    turn: int,
+    step: int,
+    calls: Sequence[ToolCall],
+    signal: CancelSignal,
+    *,
+    logged: frozenset[str] = frozenset(),
 ) -> list[str]:
-    """Execute ``calls``; returns the additional context their results asked to add."""
+    """Execute ``calls``; returns the additional context their results asked to add.
+
+    ``logged`` are calls whose ``tool/call`` is in the log already (a parked step re-opened).
+    """
     contexts: list[str] = []
-    started: set[str] = set()
+    started: set[str] = set(logged)
     finished: set[str] = set()
     index = 0
     try:
@@ -44,8 +53,9 @@ async def run_tool_calls(
             group = _next_group(agent, calls, index)
             executions = [_execution(agent, turn, step, call, signal) for call in group]
             for call in group:
-                _log_call(agent, turn, step, call)
-                started.add(call.id)
+                if call.id not in started:
+                    _log_call(agent, turn, step, call)
+                    started.add(call.id)
             results = await _execute_group(agent, executions)
             for call, result in zip(group, results, strict=True):
                 _log_result(agent, turn, step, call, result)

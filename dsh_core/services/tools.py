@@ -393,8 +393,8 @@ class ToolRuntime:
         if session is None:
             return await self._ask_unlogged(ctx, execution, reason), execution
         book = ApprovalBook.of(session)
-        if book.always_allows(execution.name):
-            return _ALLOW, execution
+        if book.always_allows(execution.name) and book.request_of(execution.call_id) is None:
+            return _ALLOW, execution  # (a parked call's own request is still answered)
         request, resolved = await settle_approval(ctx, session, execution, reason)
         if resolved.decision in ("deny", "cancelled"):
             return Deny(denial_text(request, resolved)), execution

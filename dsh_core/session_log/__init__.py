@@ -28,7 +28,9 @@ from ._event import SessionEvent as SessionEvent
 from ._event import logged_event as logged_event
 from ._repair import NOT_STARTED as NOT_STARTED
 from ._repair import OUTCOME_UNKNOWN as OUTCOME_UNKNOWN
+from ._repair import ParkedTurn as ParkedTurn
 from ._repair import StoredLogError as StoredLogError
+from ._repair import parked_turn as parked_turn
 from ._repair import repair_events as repair_events
 from ._session import CheckedLog as CheckedLog
 from ._session import Session as Session
@@ -65,6 +67,7 @@ __all__ = [
     "InboxQueuedEvent",
     "LogEvent",
     "LogEventSpec",
+    "ParkedTurn",
     "PromptBlockedEvent",
     "RequestHeaderDeltaEvent",
     "RequestHeaderEvent",
@@ -89,6 +92,7 @@ __all__ = [
     "log_event",
     "logged_event",
     "open_turn_in",
+    "parked_turn",
     "read_payload",
     "repair_events",
     "spec_for",
