@@ -38,6 +38,7 @@ from ._agent import Agent
 from ._interrupt import Aborted, TurnInterrupts, check
 from ._machine import AgentState
 from ._step import ModelFailed, log_step_items, resume_parked_step, run_step
+from ._tool_calls import TurnParked
 from ._turn_end import TurnEnd, strongest
 
 __all__ = ["drive"]
@@ -145,6 +146,10 @@ async def run_turn(agent: Agent, signal: CancelSignal) -> None:
             state.end = await _turn_body(agent, state, interrupts, parked)
         if interrupts.kept is not None:  # a step cancelled while it streamed
             state.last_message = interrupts.kept
+    except TurnParked:  # disposed while a call waits for approval: the log keeps the turn open
+        await _flush(agent)
+        agent.machine.resolve(state.consumed, TurnOutcome({"kind": "disposed"}, None))
+        return
     except Aborted as aborted:
         state.last_message = aborted.message or state.last_message
     except Exception as exc:  # noqa: BLE001 - a plugin bug ends the turn, never the loop

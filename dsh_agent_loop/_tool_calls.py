@@ -24,7 +24,12 @@ from dsh_core.vocabulary import (
 
 from ._agent import Agent
 
-__all__ = ["run_tool_calls"]
+__all__ = ["TurnParked", "run_tool_calls"]
+
+
+class TurnParked(Exception):
+    """The agent was disposed while a call of this step waited for approval: the turn is left open
+    (parked, SPEC §10.1) for a resume to re-open; nothing more is logged for it."""
 
 _NOT_STARTED = "Error: the tool call was cancelled before it started; it did not run."
 
@@ -57,11 +62,18 @@ async def run_tool_calls(
                     _log_call(agent, turn, step, call)
                     started.add(call.id)
             results = await _execute_group(agent, executions)
+            parked = agent.approvals.parked
             for call, result in zip(group, results, strict=True):
+                if call.id in parked:
+                    continue
                 _log_result(agent, turn, step, call, result)
                 finished.add(call.id)
                 contexts.extend(result.additional_context)
+            if parked and any(call.id in parked for call in group):
+                raise TurnParked
             index += len(group)
+    except TurnParked:
+        raise
     except BaseException as exc:
         # A plugin raised inside the pipeline (or the harness is shutting down): close every call.
         failed = _error(f"Error: the tool pipeline failed ({type(exc).__name__}: {exc}); outcome unknown.", "TOOL_ERROR")

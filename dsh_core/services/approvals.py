@@ -109,12 +109,15 @@ def denial_text(request: ApprovalRequestedEvent, resolved: ApprovalResolvedEvent
 class ApprovalBook:
     """One session's approvals, from its log: what is pending, what was answered, what is ``always``."""
 
-    __slots__ = ("__weakref__", "_always", "_log")
+    __slots__ = ("__weakref__", "_always", "_log", "parked")
 
     _cache: ClassVar[weakref.WeakValueDictionary[str, ApprovalBook]] = weakref.WeakValueDictionary()
 
     def __init__(self, log: AwaitedLog[ApprovalRequestedEvent, ApprovalResolvedEvent]) -> None:
         self._log = log
+        #: calls whose wait ended because the agent was disposed: left unresolved, so the turn is
+        #: parked in the log and a resume re-opens it (the loop logs nothing more for them)
+        self.parked: set[str] = set()
         self._always: set[str] = {
             request.tool for request, answer in log.answers() if answer.decision == "always"
         }
@@ -260,7 +263,10 @@ async def settle_approval(
         try:
             resolved = await _race(ctx, session, book, execution, request)
         finally:
-            if log.answer_of(call_id) is None:  # cancelled while waiting (the turn, or the harness)
+            signal = execution.signal
+            if log.answer_of(call_id) is None and signal is not None and signal.reason == "disposed":
+                book.parked.add(call_id)  # the agent is disposed while it waits: the turn stays parked
+            elif log.answer_of(call_id) is None:  # cancelled while waiting (the turn, or the harness)
                 try:
                     book.resolve(ApprovalResolvedEvent(call_id=call_id, decision="cancelled", by="cancel"))
                 except Exception:  # a detached session: the turn is closed without its record

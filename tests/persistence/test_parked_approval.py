@@ -191,3 +191,33 @@ async def test_cancel_of_a_reopened_parked_turn_resolves_it_cancelled(
     assert events[-1].data == {"turn": 1, "reason": {"kind": "aborted"}}
     assert model.requests == []
     assert not marks.exists()
+
+
+async def test_a_turn_parked_when_the_harness_stops_is_reopened_by_the_next_one(
+    backend: Backend, tmp_path: Path
+) -> None:
+    """A graceful stop while a call waits leaves the turn parked (no turn/end, the request unresolved)."""
+    marks = tmp_path / "marks"
+    asking = Asking(marks)
+    first = ScriptedModel([ScriptedModel.tool_call("write", {"text": "later"})])
+    async with backend.harness(first, plugins=(asking,)) as ctx:
+        handle = await ctx.agents.create("parked", agent_options=MODEL)
+        handle.agent.send("write later")
+        with anyio.fail_after(10):
+            await asking.requested.wait()
+    stored = backend.stored("parked")
+    assert [e.type for e in stored][-2:] == ["tool/call", "approval/requested"]
+    assert "turn/end" not in [e.type for e in stored]
+    model = ScriptedModel([ScriptedModel.text("Done.")])
+    asking = Asking(marks)
+    async with backend.harness(model, plugins=(asking,)) as ctx:
+        async with await ctx.agents.resume("parked", agent_options=MODEL) as handle:
+            agent = handle.agent
+            assert [p.call_id for p in agent.pending_approvals()] == ["call_1"]
+            await agent.resolve_approval("call_1", "once", by="serve")
+            with anyio.fail_after(10):
+                await agent.when_idle()
+            events = list(agent.session.events)
+    assert marks.read_text() == "later\n"
+    assert len(model.requests) == 1
+    assert events[-1].data == {"turn": 1, "reason": {"kind": "completed"}}

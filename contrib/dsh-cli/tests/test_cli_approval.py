@@ -200,3 +200,41 @@ def test_the_spinner_stays_off_an_open_question() -> None:
     output.asking = False
     output.tick()
     assert err.getvalue() != drawn
+
+
+async def test_sessions_show_prints_each_approval_and_who_answered() -> None:
+    """The transcript ``dsh sessions show`` prints has the question, the decision, who answered and an edit."""
+    from dsh_cli._sessions import print_history
+
+    @tool
+    def touch(name: str) -> str:
+        """Touch a file."""
+        return "touched"
+
+    model = ScriptedModel(
+        [
+            ScriptedModel.tool_call("touch", {"name": "a"}),
+            ScriptedModel.tool_call("touch", {"name": "b"}),
+            ScriptedModel.text("done"),
+        ]
+    )
+    prompter = Waiting()
+    async with Harness(plugins=[CliPlugin(SessionApproval(prompter)), AskEveryCall()], autoload=False) as ctx:
+        ctx.llm.register_adapter("scripted", model)
+        ctx.tools.register(touch)
+        async with await ctx.agents.create("s1", agent_options=AgentOptions(model="scripted/test")) as handle:
+            agent = handle.agent
+            agent.send("touch two")
+            await prompter.asked.wait()
+            prompter.asked = anyio.Event()
+            await agent.resolve_approval("call_1", "once", arguments={"name": "c"}, by="serve")
+            await prompter.asked.wait()
+            await agent.resolve_approval("call_2", "deny", reason="enough files", by="api")
+            await agent.when_idle()
+            events = list(agent.session.events)
+    console = Console(record=True, width=120, force_terminal=False)
+    print_history(console, events)
+    shown = console.export_text()
+    assert shown.count("approval asked: needs a yes") == 2
+    assert "allowed once by serve (arguments edited)" in shown
+    assert "denied by api: enough files" in shown
