@@ -12,6 +12,7 @@ Where bwrap cannot give every guarantee here, each test asserts the fail-closed 
 
 from __future__ import annotations
 
+import glob
 import os
 import random
 import re
@@ -27,9 +28,10 @@ import anyio
 import anyio.abc
 import pytest
 from dsh_permissions import PermissionsPlugin
+from dsh_permissions._cgroup import PidsCgroups
 from dsh_workspace import WorkspacePlugin
 
-from dsh_core import CancelSignal, Context, Harness, ToolResult
+from dsh_core import CancelSignal, ConfigError, Context, Harness, ToolResult
 
 from .permissions_kit import call, read_fifo, text
 
@@ -388,6 +390,37 @@ async def test_a_process_flood_is_capped_and_gone_when_the_command_ends(box: Box
     procs = statuses(text(result))["procs"]
     assert CAP - 60 <= procs <= CAP + 1, text(result)  # the init and the command's processes
     assert left == []
+
+
+#: below what a pid namespace's pid_max can hold (299): as root, a pids cgroup of the command's own holds it
+SMALL_CAP = 40
+
+
+async def test_a_process_flood_is_capped_below_the_pid_max_floor(box: Box, identity: str) -> None:
+    """max_processes = 40 holds for root too: a flood stops at 40 (the init besides), and nothing outlives the call.
+
+    Root's cap is then the ``pids.max`` of a cgroup made for the command; where none can be made,
+    a root harness refuses to start, naming the floor (that refusal is asserted instead).
+    """
+    marker = f"{900_000 + os.getpid() % 1000}.{random.randrange(10**5):05d}4"
+    host_cgroups = PidsCgroups.open()
+    if isinstance(host_cgroups, str) and identity == "root":
+        print(f"no pids cgroup can be made here ({host_cgroups}); asserting root's refusal instead")
+        with pytest.raises(ConfigError, match=f"max_processes = {SMALL_CAP} cannot be enforced here"):
+            async with box(max_processes=SMALL_CAP):
+                pytest.fail("the harness started")
+        return
+    if not isinstance(host_cgroups, str):
+        host_cgroups.close()
+    async with box(max_processes=SMALL_CAP) as (ctx, ws):
+        if await sandbox_problem(ctx, ws):
+            return
+        result = await bash(ctx, ws, flood(marker))
+        left = host_pids(f"sleep {marker}")
+    procs = statuses(text(result))["procs"]
+    assert SMALL_CAP - 10 <= procs <= SMALL_CAP + 1, text(result)
+    assert left == []
+    assert glob.glob(f"/sys/fs/cgroup/**/dsh-sandbox-{os.getpid()}-*", recursive=True) == []  # the cgroups are gone
 
 
 async def test_a_process_flood_is_gone_after_a_timeout(box: Box) -> None:
