@@ -295,11 +295,7 @@ class BwrapSandbox:
                 "sandbox = 'auto' runs commands with the cap that works"
             )
             raise ConfigError(msg, path="plugins.permissions.max_processes")
-        cap = (
-            f"at most {PID_MAX_LEAST_CAP} processes"
-            if _kernel() >= _PID_MAX_KERNEL
-            else "no cap on processes"
-        )
+        cap = f"at most {PID_MAX_LEAST_CAP} processes" if _kernel() >= _PID_MAX_KERNEL else "no cap on processes"
         self._told.add("processes")
         logger.warning("%s; commands run with %s (plugins.permissions.sandbox = 'auto')", why, cap)
 
@@ -401,11 +397,9 @@ class BwrapSandbox:
             seen = output.split()[-1] if output.split() else "nothing"
             if seen != expected:
                 return f"{profile.bwrap} did not set the sandbox's pid_max (it reads {seen}, not {expected})"
-        if profile.process_cap == "cgroup":
-            cgroups = self._pids_cgroups()
-            assert isinstance(cgroups, PidsCgroups)  # _confined made the probe's
-            if f"{os.path.basename(cgroups.directory)}/c" not in output:
-                return f"the probe did not run in its pids cgroup (below {cgroups.directory})"
+        if profile.process_cap == "cgroup" and isinstance(self._cgroups, PidsCgroups):  # _confined made its cgroup
+            if f"{os.path.basename(self._cgroups.directory)}/c" not in output:
+                return f"the probe did not run in its pids cgroup (below {self._cgroups.directory})"
         found = _CAP_EFF.search(output)
         return int(found.group(1), 16) if found else -1
 
