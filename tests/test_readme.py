@@ -70,8 +70,14 @@ def test_the_cost_table_says_when_and_on_what_it_was_measured() -> None:
 
 
 def make_test_dry_run() -> subprocess.CompletedProcess[str]:
-    """``make -n test``: what ``make test`` would do, stopping where it would stop, nothing built."""
-    return subprocess.run(["make", "-n", "test"], cwd=ROOT, capture_output=True, text=True, timeout=30, check=False)
+    """``make -n test``: what ``make test`` would do, stopping where it would stop, nothing built.
+
+    As a top-level make, even when the suite itself runs under ``make test``.
+    """
+    env = {key: value for key, value in os.environ.items() if key not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+    return subprocess.run(
+        ["make", "-n", "test"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=30, check=False
+    )
 
 
 @pytest.mark.parametrize(("program", "package"), [("bwrap", "bubblewrap"), ("rg", "ripgrep"), ("ip", "iproute2")])
