@@ -151,6 +151,7 @@ class PidsCgroups:
             return f"cannot make a pids cgroup in {parent} ({exc.strerror or exc})"
         cgroups_here.sweep()
         if os.path.exists(os.path.dirname(probe)):
+            cgroups_here.close()
             return f"cannot remove the pids cgroup {os.path.dirname(probe)} it made"
         return cgroups_here
 
