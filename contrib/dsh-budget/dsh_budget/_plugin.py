@@ -1,0 +1,306 @@
+"""The ``budget`` plugin: every limit of ``[plugins.budget]``, checked before a turn, before each request and after each step.
+
+Where each limit acts:
+
+- ``agent/turn-gate`` (before the first step): a session limit already reached, or a cost limit
+  with no prices known for the agent's model, ends the turn ``stopped`` with no model call;
+- ``agent/request`` (each step, last listener): ``max_tokens`` is lowered to what the tightest token
+  limit leaves (and what the cost limits leave at the model's output price), so one step cannot
+  overshoot a limit by more than its prompt;
+- a tool guard: a tool call beyond ``max_tool_calls_per_turn`` in a turn is denied;
+- ``agent/turn-stop`` (after every step): any limit reached ends the turn ``stopped``, with a
+  reason naming the key, the figure and the configured value;
+- ``agent/turn-end``: ``budget/usage {turn, tokens, cost}`` is logged in the turn.
+
+Sub-agents: a session whose ``meta.parent_id`` names a live agent is a sub-agent. After each of its
+steps it appends ``budget/subagent-usage`` to every live ancestor's log, so its usage counts
+against their session limits (and turn limits), durably; and its own checks include its
+ancestors' session limits, so a ``task`` tool cannot be used to escape a budget.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import attrs
+
+from dsh_core import ContinuationStop, hookimpl
+from dsh_core.llm import LlmCallConfig, ModelInfo, Prices
+
+from ._config import BudgetConfig
+from ._events import BudgetUsageEvent, SubagentUsageEvent
+from ._tally import Tally
+
+if TYPE_CHECKING:
+    from dsh_core import Context, ToolExecution
+    from dsh_core.vocabulary import Agent
+
+__all__ = ["BudgetError", "BudgetPlugin"]
+
+
+class BudgetError(ValueError):
+    """A step was routed to a model whose prices are unknown while a cost limit is set."""
+
+
+class _Account:
+    """One live agent's tally, and how much of its own usage it has reported to its ancestors."""
+
+    __slots__ = ("agent", "reported_cost", "reported_tokens", "reported_unpriced", "tally")
+
+    def __init__(self, agent: Agent, tally: Tally) -> None:
+        self.agent = agent
+        self.tally = tally
+        # Everything already in the log was reported by the instance that spent it.
+        self.reported_tokens = tally.own_tokens
+        self.reported_cost = tally.own_cost
+        self.reported_unpriced = tally.own_unpriced
+
+
+def _money(value: float) -> str:
+    return f"{value:.6f}".rstrip("0").rstrip(".") or "0"
+
+
+class BudgetPlugin:
+    """Stops a turn before it spends more than ``[plugins.budget]`` allows (SPEC §10.3)."""
+
+    name = "budget"
+    Config = BudgetConfig
+
+    def __init__(self) -> None:
+        self._config = BudgetConfig()
+        self._ctx: Context | None = None
+        self._accounts: dict[str, _Account] = {}
+        self._infos: dict[tuple[str, str], ModelInfo | None] = {}
+        self._tool_calls: dict[str, tuple[int, int]] = {}
+
+    def start(self, ctx: Context) -> None:
+        if isinstance(ctx.config, BudgetConfig):
+            self._config = ctx.config
+        self._ctx = ctx
+        if self._config.max_tool_calls_per_turn is not None:
+            ctx.tools.guard(self._guard_tool_calls)
+
+    @property
+    def config(self) -> BudgetConfig:
+        """The limits in force."""
+        return self._config
+
+    # ------------------------------------------------------------------ reading
+
+    def _info(self, provider: str, model: str) -> ModelInfo | None:
+        key = (provider, model)
+        try:
+            return self._infos[key]
+        except KeyError:
+            pass
+        info: ModelInfo | None = None
+        if self._ctx is not None:
+            try:
+                info = self._ctx.llm.model_info(f"{provider}/{model}")
+            except (LookupError, TypeError, ValueError):
+                info = None
+        self._infos[key] = info
+        return info
+
+    def prices_of(self, provider: str, model: str) -> Prices | None:
+        """The prices of ``provider/model`` from its adapter's ``ModelInfo``, or ``None``."""
+        info = self._info(provider, model)
+        return None if info is None else info.prices
+
+    def tally(self, agent: Agent) -> Tally:
+        """``agent``'s session totals, up to date with its log."""
+        return self._account(agent).tally
+
+    def _account(self, agent: Agent) -> _Account:
+        account = self._accounts.get(agent.id)
+        session = agent.session
+        if account is None or account.agent is not agent:
+            tally = Tally(self.prices_of, start=session.meta.seed_length)
+            tally.read(session.events)
+            account = self._accounts[agent.id] = _Account(agent, tally)
+        else:
+            account.tally.read(session.events)
+        return account
+
+    def _ancestors(self, agent: Agent) -> Iterator[Agent]:
+        """The live agents above ``agent``: its parent session's, that one's parent's, and so on."""
+        if self._ctx is None:
+            return
+        seen = {agent.id}
+        parent_id = agent.session.meta.parent_id
+        while parent_id is not None and parent_id not in seen:
+            parent = self._ctx.agents.get(parent_id)
+            if parent is None:
+                return
+            yield parent
+            seen.add(parent_id)
+            parent_id = parent.session.meta.parent_id
+
+    # ------------------------------------------------------------------ the limits
+
+    def _session_verdict(self, agent: Agent, tally: Tally) -> str | None:
+        """Why no more may be spent on this session's account (or an ancestor's), or ``None``."""
+        config = self._config
+        if config.max_session_tokens is None and config.max_session_cost is None:
+            return None
+        for owner, totals in self._sessions(agent, tally):
+            whose = "this session" if owner is agent else f"session {owner.id!r} (this sub-agent's parent or above)"
+            limit = config.max_session_tokens
+            if limit is not None and totals.tokens >= limit:
+                return f"max_session_tokens reached: {totals.tokens} tokens used by {whose}, the limit is {limit}"
+            cost_limit = config.max_session_cost
+            if cost_limit is not None and totals.cost >= cost_limit:
+                return (
+                    f"max_session_cost reached: {_money(totals.cost)} spent by {whose}, "
+                    f"the limit is {_money(cost_limit)}"
+                )
+        return None
+
+    def _sessions(self, agent: Agent, tally: Tally) -> Iterator[tuple[Agent, Tally]]:
+        yield agent, tally
+        for ancestor in self._ancestors(agent):
+            yield ancestor, self._account(ancestor).tally
+
+    def _turn_verdict(self, tally: Tally) -> str | None:
+        config = self._config
+        limit: float | None = config.max_turn_tokens
+        if limit is not None and tally.turn_tokens >= limit:
+            return f"max_turn_tokens reached: {tally.turn_tokens} tokens used in this turn, the limit is {limit}"
+        limit = config.max_turn_cost
+        if limit is not None and tally.turn_cost >= limit:
+            return (
+                f"max_turn_cost reached: {_money(tally.turn_cost)} spent in this turn, the limit is {_money(limit)}"
+            )
+        limit = config.max_steps_per_turn
+        if limit is not None and tally.turn_steps >= limit:
+            return f"max_steps_per_turn reached: {tally.turn_steps} steps in this turn, the limit is {limit}"
+        limit = config.max_tool_calls_per_turn
+        if limit is not None and tally.turn_tool_calls >= limit:
+            return (
+                f"max_tool_calls_per_turn reached: {tally.turn_tool_calls} tool calls in this turn, "
+                f"the limit is {limit}"
+            )
+        return None
+
+    def _unpriced_verdict(self, agent: Agent, provider: str, model: str) -> str | None:
+        """A cost limit with no prices to apply it: the turn is refused, saying so."""
+        config = self._config
+        key = "max_turn_cost" if config.max_turn_cost is not None else "max_session_cost"
+        if self.prices_of(provider, model) is None:
+            return (
+                f"{key} is set but no prices are known for the model {provider}/{model}, so its cost cannot "
+                f"be limited; give it input_price and output_price (for an OpenAI-compatible provider: "
+                f"[plugins.openai.providers.{provider}.models.{model}]) or remove the cost limit"
+            )
+        if config.max_session_cost is not None:
+            for owner, totals in self._sessions(agent, self._account(agent).tally):
+                if totals.unpriced:
+                    return (
+                        f"max_session_cost is set but the cost of session {owner.id!r} is unknown: some of its "
+                        "usage was by a model with no prices"
+                    )
+        return None
+
+    # ------------------------------------------------------------------ the hooks
+
+    @hookimpl
+    def dsh_agent_turn_gate(self, agent: Agent) -> ContinuationStop | None:
+        """Refuse a turn whose session budget is spent, or whose cost cannot be known."""
+        account = self._account(agent)
+        reason = self._session_verdict(agent, account.tally)
+        if reason is None and self._config.wants_cost:
+            provider, _, model = (agent.options.model or "").partition("/")
+            if model:
+                reason = self._unpriced_verdict(agent, provider, model)
+        return None if reason is None else ContinuationStop(f"budget: {reason}")
+
+    @hookimpl(trylast=True)
+    def dsh_agent_request(self, agent: Agent, config: LlmCallConfig) -> LlmCallConfig | None:
+        """Lower ``max_tokens`` to what the tightest limit leaves; refuse an unpriced model under a cost limit."""
+        limits = self._config
+        tally = self._account(agent).tally
+        prices = None
+        if limits.wants_cost:
+            prices = self.prices_of(config.provider, config.model)
+            if prices is None:
+                reason = self._unpriced_verdict(agent, config.provider, config.model)
+                raise BudgetError(f"budget: {reason}")
+        left: float = math.inf
+        if limits.max_turn_tokens is not None:
+            left = limits.max_turn_tokens - tally.turn_tokens
+        if limits.max_turn_cost is not None and prices is not None and prices.output > 0:
+            left = min(left, (limits.max_turn_cost - tally.turn_cost) * 1_000_000 / prices.output)
+        if limits.max_session_tokens is not None or limits.max_session_cost is not None:
+            for _, totals in self._sessions(agent, tally):
+                if limits.max_session_tokens is not None:
+                    left = min(left, limits.max_session_tokens - totals.tokens)
+                if limits.max_session_cost is not None and prices is not None and prices.output > 0:
+                    left = min(left, (limits.max_session_cost - totals.cost) * 1_000_000 / prices.output)
+        if left == math.inf:
+            return None
+        info = self._info(config.provider, config.model)
+        ceiling = max(1, math.floor(left))
+        if info is not None:
+            ceiling = min(ceiling, info.max_output_tokens)
+        if config.max_tokens is not None and config.max_tokens <= ceiling:
+            return None
+        return attrs.evolve(config, max_tokens=ceiling)
+
+    @hookimpl
+    def dsh_agent_turn_stop(self, agent: Agent) -> ContinuationStop | None:
+        """After every step: report a sub-agent's usage upwards, then stop at the first limit reached."""
+        account = self._account(agent)
+        self._report(account)
+        tally = account.tally
+        reason = self._turn_verdict(tally) or self._session_verdict(agent, tally)
+        return None if reason is None else ContinuationStop(f"budget: {reason}")
+
+    @hookimpl
+    def dsh_agent_turn_end(self, agent: Agent, turn: int) -> None:
+        """Log ``budget/usage`` for the turn, and report what is left to report upwards."""
+        account = self._account(agent)
+        self._report(account)
+        tally = account.tally
+        agent.session.append(BudgetUsageEvent(turn=turn, tokens=tally.turn_tokens, cost=tally.turn_cost_or_none))
+
+    @hookimpl
+    def dsh_agent_disposed(self, agent: Agent) -> None:
+        account = self._accounts.get(agent.id)
+        if account is not None and account.agent is agent:
+            del self._accounts[agent.id]
+        self._tool_calls.pop(agent.id, None)
+
+    def _report(self, account: _Account) -> None:
+        """Append this agent's own usage since the last report to every live ancestor's log."""
+        tally = account.tally
+        tokens = tally.own_tokens - account.reported_tokens
+        if tokens == 0:
+            return
+        unpriced = tally.own_unpriced > account.reported_unpriced
+        cost = None if unpriced else tally.own_cost - account.reported_cost
+        account.reported_tokens = tally.own_tokens
+        account.reported_cost = tally.own_cost
+        account.reported_unpriced = tally.own_unpriced
+        agent = account.agent
+        for ancestor in self._ancestors(agent):
+            session = ancestor.session
+            turn = session.open_turn or session.last_turn
+            session.append(SubagentUsageEvent(turn=turn, session_id=agent.id, tokens=tokens, cost=cost))
+
+    def _guard_tool_calls(self, execution: ToolExecution) -> str | None:
+        """Deny a tool call beyond ``max_tool_calls_per_turn`` in its turn."""
+        limit = self._config.max_tool_calls_per_turn
+        agent_id = execution.agent_id
+        if limit is None or agent_id is None:
+            return None
+        turn, count = self._tool_calls.get(agent_id, (execution.turn, 0))
+        count = count + 1 if turn == execution.turn else 1
+        self._tool_calls[agent_id] = (execution.turn, count)
+        if count > limit:
+            return (
+                f"budget: max_tool_calls_per_turn reached: this would be tool call {count} of this turn, "
+                f"the limit is {limit}"
+            )
+        return None
