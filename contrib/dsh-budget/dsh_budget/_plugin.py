@@ -12,7 +12,9 @@ Where each limit acts:
   reason naming the key, the figure and the configured value;
 - ``agent/turn-end``: ``budget/usage {turn, tokens, cost}`` is logged in the turn.
 
-Sub-agents: a session whose ``meta.parent_id`` names a live agent is a sub-agent. After each of its
+Sub-agents: a session whose ``meta.parent_id`` names a live agent and whose ``meta.extra.depth`` is
+at least 1 (what the ``subagents`` plugin writes) is a sub-agent; a fork, which names a parent
+too, spends on its own account. After each of its
 steps it appends ``budget/subagent-usage`` to every live ancestor's log, so its usage counts
 against their session limits (and turn limits), durably; and its own checks include its
 ancestors' session limits, so a ``task`` tool cannot be used to escape a budget.
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -56,6 +58,13 @@ class _Account:
         self.reported_tokens = tally.own_tokens
         self.reported_cost = tally.own_cost
         self.reported_unpriced = tally.own_unpriced
+
+
+def _is_subagent(session: Any) -> bool:
+    """A session a sub-agent provider made: it names its parent and records its depth (``extra.depth``)."""
+    meta = session.meta
+    depth = meta.extra.get("depth", 0)
+    return meta.parent_id is not None and type(depth) is int and depth > 0
 
 
 def _money(value: float) -> str:
@@ -129,14 +138,16 @@ class BudgetPlugin:
         if self._ctx is None:
             return
         seen = {agent.id}
-        parent_id = agent.session.meta.parent_id
-        while parent_id is not None and parent_id not in seen:
-            parent = self._ctx.agents.get(parent_id)
+        session = agent.session
+        # A sub-agent's session records its depth; a fork also names a parent, but spends on its own account.
+        while _is_subagent(session) and session.meta.parent_id not in seen:
+            parent_id = session.meta.parent_id
+            parent = self._ctx.agents.get(parent_id) if parent_id is not None else None
             if parent is None:
                 return
             yield parent
-            seen.add(parent_id)
-            parent_id = parent.session.meta.parent_id
+            seen.add(parent.id)
+            session = parent.session
 
     # ------------------------------------------------------------------ the limits
 

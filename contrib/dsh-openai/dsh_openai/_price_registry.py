@@ -10,7 +10,9 @@ or the hour), and the registry's currency is US dollars.
 from __future__ import annotations
 
 import datetime
+import ipaddress
 import logging
+import urllib.parse
 from decimal import Decimal
 
 from dsh_core.llm import Prices
@@ -28,8 +30,25 @@ def _per_million(value: object) -> float | None:
     return float(base) if isinstance(base, Decimal | int | float) else None
 
 
+def _is_local(base_url: str) -> bool:
+    """A server on this machine or a private network: no registry knows what it charges."""
+    host = urllib.parse.urlsplit(base_url).hostname or ""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_link_local
+
+
 def registry_prices(provider: str, base_url: str, model: str) -> Prices | None:
-    """The registry's prices of ``model`` at ``provider`` (or at ``base_url``), or ``None``."""
+    """The registry's prices of ``model`` at ``provider`` (or at ``base_url``), or ``None``.
+
+    A local or private server is never looked up (nor is the registry imported for it).
+    """
+    if _is_local(base_url):
+        return None
     try:
         from genai_prices import data_snapshot
     except ImportError:  # an installation without the registry: no prices, never a guess
