@@ -49,11 +49,15 @@ class BudgetError(ValueError):
 class _Account:
     """One live agent's tally, and how much of its own usage it has reported to its ancestors."""
 
-    __slots__ = ("agent", "reported_cost", "reported_tokens", "reported_unpriced", "tally")
+    __slots__ = ("agent", "events", "is_subagent", "reported_cost", "reported_tokens", "reported_unpriced", "tally")
 
     def __init__(self, agent: Agent, tally: Tally) -> None:
         self.agent = agent
         self.tally = tally
+        self.events = agent.session.events  # a live view of the log
+        #: whether its session is a sub-agent's (one that names a parent and records a depth; a fork
+        #: also names a parent, but spends on its own account): a top-level agent checks only itself
+        self.is_subagent = _is_subagent(agent.session)
         # Everything already in the log was reported by the instance that spent it.
         self.reported_tokens = tally.own_tokens
         self.reported_cost = tally.own_cost
@@ -83,12 +87,23 @@ class BudgetPlugin:
         self._accounts: dict[str, _Account] = {}
         self._infos: dict[tuple[str, str], ModelInfo | None] = {}
         self._tool_calls: dict[str, tuple[int, int]] = {}
+        self._limits = _Limits(self._config)
 
     def start(self, ctx: Context) -> None:
         if isinstance(ctx.config, BudgetConfig):
             self._config = ctx.config
         self._ctx = ctx
-        if self._config.max_tool_calls_per_turn is not None:
+        config = self._config
+        self._limits = _Limits(config)
+        # Each check is registered only when a limit needs it: a step pays for what is configured.
+        sessions = config.max_session_tokens is not None or config.max_session_cost is not None
+        if sessions or config.wants_cost:
+            ctx.register_plugin(_Gate(self), name="budget/turn-gate")
+        if sessions or config.wants_cost or config.max_turn_tokens is not None:
+            ctx.register_plugin(_Request(self), name="budget/request")
+        if attrs.astuple(config) != attrs.astuple(BudgetConfig()):
+            ctx.register_plugin(_Stop(self), name="budget/turn-stop")
+        if config.max_tool_calls_per_turn is not None:
             ctx.tools.guard(self._guard_tool_calls)
 
     @property
@@ -124,13 +139,13 @@ class BudgetPlugin:
 
     def _account(self, agent: Agent) -> _Account:
         account = self._accounts.get(agent.id)
-        session = agent.session
         if account is None or account.agent is not agent:
+            session = agent.session
             tally = Tally(self.prices_of, start=session.meta.seed_length)
             tally.read(session.events)
             account = self._accounts[agent.id] = _Account(agent, tally)
         else:
-            account.tally.read(session.events)
+            account.tally.read(account.events)
         return account
 
     def _ancestors(self, agent: Agent) -> Iterator[Agent]:
@@ -139,7 +154,6 @@ class BudgetPlugin:
             return
         seen = {agent.id}
         session = agent.session
-        # A sub-agent's session records its depth; a fork also names a parent, but spends on its own account.
         while _is_subagent(session) and session.meta.parent_id not in seen:
             parent_id = session.meta.parent_id
             parent = self._ctx.agents.get(parent_id) if parent_id is not None else None
@@ -151,47 +165,54 @@ class BudgetPlugin:
 
     # ------------------------------------------------------------------ the limits
 
-    def _session_verdict(self, agent: Agent, tally: Tally) -> str | None:
+    def _session_verdict(self, agent: Agent, account: _Account) -> str | None:
         """Why no more may be spent on this session's account (or an ancestor's), or ``None``."""
-        config = self._config
-        if config.max_session_tokens is None and config.max_session_cost is None:
-            return None
-        for owner, totals in self._sessions(agent, tally):
-            whose = "this session" if owner is agent else f"session {owner.id!r} (this sub-agent's parent or above)"
-            limit = config.max_session_tokens
-            if limit is not None and totals.tokens >= limit:
-                return f"max_session_tokens reached: {totals.tokens} tokens used by {whose}, the limit is {limit}"
-            cost_limit = config.max_session_cost
-            if cost_limit is not None and totals.cost >= cost_limit:
-                return (
-                    f"max_session_cost reached: {_money(totals.cost)} spent by {whose}, "
-                    f"the limit is {_money(cost_limit)}"
-                )
+        limits = self._limits
+        tally = account.tally
+        if tally.tokens >= limits.session_tokens or tally.cost >= limits.session_cost:
+            return self._session_reason(agent, agent, tally)
+        if account.is_subagent:
+            for owner, totals in self._sessions(agent, tally)[1:]:
+                if totals.tokens >= limits.session_tokens or totals.cost >= limits.session_cost:
+                    return self._session_reason(agent, owner, totals)
         return None
 
-    def _sessions(self, agent: Agent, tally: Tally) -> Iterator[tuple[Agent, Tally]]:
-        yield agent, tally
-        for ancestor in self._ancestors(agent):
-            yield ancestor, self._account(ancestor).tally
+    def _session_reason(self, agent: Agent, owner: Agent, totals: Tally) -> str:
+        config = self._config
+        whose = "this session" if owner is agent else f"session {owner.id!r} (this sub-agent's parent or above)"
+        if config.max_session_tokens is not None and totals.tokens >= config.max_session_tokens:
+            limit = config.max_session_tokens
+            return f"max_session_tokens reached: {totals.tokens} tokens used by {whose}, the limit is {limit}"
+        cost_limit = self._limits.session_cost
+        return f"max_session_cost reached: {_money(totals.cost)} spent by {whose}, the limit is {_money(cost_limit)}"
+
+    def _sessions(self, agent: Agent, tally: Tally) -> list[tuple[Agent, Tally]]:
+        """``agent``'s totals and each live ancestor's, up to date."""
+        found = [(agent, tally)]
+        found.extend((ancestor, self._account(ancestor).tally) for ancestor in self._ancestors(agent))
+        return found
 
     def _turn_verdict(self, tally: Tally) -> str | None:
-        config = self._config
-        limit: float | None = config.max_turn_tokens
-        if limit is not None and tally.turn_tokens >= limit:
-            return f"max_turn_tokens reached: {tally.turn_tokens} tokens used in this turn, the limit is {limit}"
-        limit = config.max_turn_cost
-        if limit is not None and tally.turn_cost >= limit:
+        limits = self._limits
+        if tally.turn_tokens >= limits.turn_tokens:
             return (
-                f"max_turn_cost reached: {_money(tally.turn_cost)} spent in this turn, the limit is {_money(limit)}"
+                f"max_turn_tokens reached: {tally.turn_tokens} tokens used in this turn, "
+                f"the limit is {self._config.max_turn_tokens}"
             )
-        limit = config.max_steps_per_turn
-        if limit is not None and tally.turn_steps >= limit:
-            return f"max_steps_per_turn reached: {tally.turn_steps} steps in this turn, the limit is {limit}"
-        limit = config.max_tool_calls_per_turn
-        if limit is not None and tally.turn_tool_calls >= limit:
+        if tally.turn_cost >= limits.turn_cost:
+            return (
+                f"max_turn_cost reached: {_money(tally.turn_cost)} spent in this turn, "
+                f"the limit is {_money(limits.turn_cost)}"
+            )
+        if tally.turn_steps >= limits.steps:
+            return (
+                f"max_steps_per_turn reached: {tally.turn_steps} steps in this turn, "
+                f"the limit is {self._config.max_steps_per_turn}"
+            )
+        if tally.turn_tool_calls >= limits.tool_calls:
             return (
                 f"max_tool_calls_per_turn reached: {tally.turn_tool_calls} tool calls in this turn, "
-                f"the limit is {limit}"
+                f"the limit is {self._config.max_tool_calls_per_turn}"
             )
         return None
 
@@ -206,7 +227,7 @@ class BudgetPlugin:
                 f"[plugins.openai.providers.{provider}.models.{model}]) or remove the cost limit"
             )
         if config.max_session_cost is not None:
-            for owner, totals in self._sessions(agent, self._account(agent).tally):
+            for owner, totals in self._sessions(agent, self._account(agent).tally):  # once per turn
                 if totals.unpriced:
                     return (
                         f"max_session_cost is set but the cost of session {owner.id!r} is unknown: some of its "
@@ -215,58 +236,6 @@ class BudgetPlugin:
         return None
 
     # ------------------------------------------------------------------ the hooks
-
-    @hookimpl
-    def dsh_agent_turn_gate(self, agent: Agent) -> ContinuationStop | None:
-        """Refuse a turn whose session budget is spent, or whose cost cannot be known."""
-        account = self._account(agent)
-        reason = self._session_verdict(agent, account.tally)
-        if reason is None and self._config.wants_cost:
-            provider, _, model = (agent.options.model or "").partition("/")
-            if model:
-                reason = self._unpriced_verdict(agent, provider, model)
-        return None if reason is None else ContinuationStop(f"budget: {reason}")
-
-    @hookimpl(trylast=True)
-    def dsh_agent_request(self, agent: Agent, config: LlmCallConfig) -> LlmCallConfig | None:
-        """Lower ``max_tokens`` to what the tightest limit leaves; refuse an unpriced model under a cost limit."""
-        limits = self._config
-        tally = self._account(agent).tally
-        prices = None
-        if limits.wants_cost:
-            prices = self.prices_of(config.provider, config.model)
-            if prices is None:
-                reason = self._unpriced_verdict(agent, config.provider, config.model)
-                raise BudgetError(f"budget: {reason}")
-        left: float = math.inf
-        if limits.max_turn_tokens is not None:
-            left = limits.max_turn_tokens - tally.turn_tokens
-        if limits.max_turn_cost is not None and prices is not None and prices.output > 0:
-            left = min(left, (limits.max_turn_cost - tally.turn_cost) * 1_000_000 / prices.output)
-        if limits.max_session_tokens is not None or limits.max_session_cost is not None:
-            for _, totals in self._sessions(agent, tally):
-                if limits.max_session_tokens is not None:
-                    left = min(left, limits.max_session_tokens - totals.tokens)
-                if limits.max_session_cost is not None and prices is not None and prices.output > 0:
-                    left = min(left, (limits.max_session_cost - totals.cost) * 1_000_000 / prices.output)
-        if left == math.inf:
-            return None
-        info = self._info(config.provider, config.model)
-        ceiling = max(1, math.floor(left))
-        if info is not None:
-            ceiling = min(ceiling, info.max_output_tokens)
-        if config.max_tokens is not None and config.max_tokens <= ceiling:
-            return None
-        return attrs.evolve(config, max_tokens=ceiling)
-
-    @hookimpl
-    def dsh_agent_turn_stop(self, agent: Agent) -> ContinuationStop | None:
-        """After every step: report a sub-agent's usage upwards, then stop at the first limit reached."""
-        account = self._account(agent)
-        self._report(account)
-        tally = account.tally
-        reason = self._turn_verdict(tally) or self._session_verdict(agent, tally)
-        return None if reason is None else ContinuationStop(f"budget: {reason}")
 
     @hookimpl
     def dsh_agent_turn_end(self, agent: Agent, turn: int) -> None:
@@ -283,6 +252,57 @@ class BudgetPlugin:
             del self._accounts[agent.id]
         self._tool_calls.pop(agent.id, None)
 
+    def turn_gate(self, agent: Agent) -> ContinuationStop | None:
+        """Refuse a turn whose session budget is spent, or whose cost cannot be known."""
+        account = self._account(agent)
+        reason = self._session_verdict(agent, account)
+        if reason is None and self._config.wants_cost:
+            provider, _, model = (agent.options.model or "").partition("/")
+            if model:
+                reason = self._unpriced_verdict(agent, provider, model)
+        return None if reason is None else ContinuationStop(f"budget: {reason}")
+
+    def request(self, agent: Agent, config: LlmCallConfig) -> LlmCallConfig | None:
+        """Lower ``max_tokens`` to what the tightest limit leaves; refuse an unpriced model under a cost limit."""
+        limits = self._limits
+        account = self._account(agent)
+        tally = account.tally
+        info = self._info(config.provider, config.model)
+        output_price = 0.0
+        if limits.wants_cost:
+            prices = None if info is None else info.prices
+            if prices is None:
+                reason = self._unpriced_verdict(agent, config.provider, config.model)
+                raise BudgetError(f"budget: {reason}")
+            output_price = prices.output
+        left = limits.turn_tokens - tally.turn_tokens
+        if output_price > 0:
+            left = min(left, (limits.turn_cost - tally.turn_cost) * 1_000_000 / output_price)
+        sessions = self._sessions(agent, tally) if account.is_subagent else ((agent, tally),)
+        for _, totals in sessions:
+            left = min(left, limits.session_tokens - totals.tokens)
+            if output_price > 0:
+                left = min(left, (limits.session_cost - totals.cost) * 1_000_000 / output_price)
+        if left == math.inf:
+            return None
+        ceiling = max(1, math.floor(left))
+        if info is not None and ceiling >= info.max_output_tokens:
+            if config.max_tokens is None:
+                return None  # the model cannot write more than the limits leave: nothing to lower
+            ceiling = info.max_output_tokens
+        if config.max_tokens is not None and config.max_tokens <= ceiling:
+            return None
+        return attrs.evolve(config, max_tokens=ceiling)
+
+    def turn_stop(self, agent: Agent) -> ContinuationStop | None:
+        """After every step: report a sub-agent's usage upwards, then stop at the first limit reached."""
+        account = self._account(agent)
+        tally = account.tally
+        if tally.own_tokens != account.reported_tokens:
+            self._report(account)
+        reason = self._turn_verdict(tally) or self._session_verdict(agent, account)
+        return None if reason is None else ContinuationStop(f"budget: {reason}")
+
     def _report(self, account: _Account) -> None:
         """Append this agent's own usage since the last report to every live ancestor's log."""
         tally = account.tally
@@ -294,6 +314,8 @@ class BudgetPlugin:
         account.reported_tokens = tally.own_tokens
         account.reported_cost = tally.own_cost
         account.reported_unpriced = tally.own_unpriced
+        if not account.is_subagent:
+            return
         agent = account.agent
         for ancestor in self._ancestors(agent):
             session = ancestor.session
@@ -315,3 +337,54 @@ class BudgetPlugin:
                 f"the limit is {limit}"
             )
         return None
+
+
+class _Limits:
+    """The limits as plain numbers, ``inf`` for an absent one: each check is one comparison."""
+
+    __slots__ = ("session_cost", "session_tokens", "steps", "tool_calls", "turn_cost", "turn_tokens", "wants_cost")
+
+    def __init__(self, config: BudgetConfig) -> None:
+        def number(value: float | None) -> float:
+            return math.inf if value is None else value
+
+        self.turn_tokens = number(config.max_turn_tokens)
+        self.session_tokens = number(config.max_session_tokens)
+        self.turn_cost = number(config.max_turn_cost)
+        self.session_cost = number(config.max_session_cost)
+        self.steps = number(config.max_steps_per_turn)
+        self.tool_calls = number(config.max_tool_calls_per_turn)
+        self.wants_cost = config.wants_cost
+
+
+class _Gate:
+    """``agent/turn-gate`` of a budget with session or cost limits."""
+
+    def __init__(self, budget: BudgetPlugin) -> None:
+        self._budget = budget
+
+    @hookimpl
+    def dsh_agent_turn_gate(self, agent: Agent) -> ContinuationStop | None:
+        return self._budget.turn_gate(agent)
+
+
+class _Request:
+    """``agent/request`` (the last listener, so it sees the final model) of a budget with token or cost limits."""
+
+    def __init__(self, budget: BudgetPlugin) -> None:
+        self._budget = budget
+
+    @hookimpl(trylast=True)
+    def dsh_agent_request(self, agent: Agent, config: LlmCallConfig) -> LlmCallConfig | None:
+        return self._budget.request(agent, config)
+
+
+class _Stop:
+    """``agent/turn-stop`` of a budget with any limit."""
+
+    def __init__(self, budget: BudgetPlugin) -> None:
+        self._budget = budget
+
+    @hookimpl
+    def dsh_agent_turn_stop(self, agent: Agent) -> ContinuationStop | None:
+        return self._budget.turn_stop(agent)

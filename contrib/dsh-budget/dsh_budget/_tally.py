@@ -13,6 +13,7 @@ from typing import Final
 
 from dsh_core.llm import Prices
 from dsh_core.session_log import (
+    AssistantChunkEvent,
     AssistantMessageEvent,
     SessionEvent,
     StepStartEvent,
@@ -27,6 +28,7 @@ __all__ = ["PricesOf", "Tally"]
 #: The prices of ``(provider, model)``, or ``None`` when they are unknown.
 PricesOf = Callable[[str, str], Prices | None]
 
+_CHUNK: Final = AssistantChunkEvent.type
 _ASSISTANT: Final = AssistantMessageEvent.type
 _STEP: Final = StepStartEvent.type
 _TOOL_CALL: Final = ToolCallEvent.type
@@ -78,14 +80,15 @@ class Tally:
 
     def read(self, events: Sequence[SessionEvent]) -> None:
         """Fold ``events[last read:]`` into the totals."""
-        stop = len(events)
         index = self._read
+        stop = len(events)
         if index >= stop:
             return
         self._read = stop
-        for position in range(index, stop):
-            event = events[position]
+        for event in events[index:stop]:  # one slice: indexing the log's view event by event costs more
             kind = event.type
+            if kind == _CHUNK:  # most events are chunks: out of the way first
+                continue
             if kind == _ASSISTANT:
                 self._reply(event)
             elif kind == _STEP:

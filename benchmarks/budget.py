@@ -1,0 +1,128 @@
+"""Benchmark: what the ``budget`` plugin adds per tool step, against the same run without it.
+
+Run: ``.venv/bin/python benchmarks/budget.py [--rounds N] [--backend asyncio|trio]``. Prints the
+CPU time per tool step of each set-up and its ratio to the run without the plugin, measured in the
+same process; asserts nothing. Every set-up's harness is open for the whole run and they take turns
+in short slices (rotated), so the load of a shared machine hits them alike; the ratio is taken
+within a round, and the median and range over rounds are printed. A tool step is one model request
+(a ``Usage`` and a text chunk streamed) and one tool call, against a zero-latency ScriptedModel and a
+trivial tool, so the figure is the harness's own cost. Budget (issue 33): at most 1.1x per step with
+every limit set.
+
+Set-ups: ``every limit`` sets all six limits of ``[plugins.budget]`` high enough never to stop a
+turn, so each step pays for every check (the gate, ``max_tokens`` lowering on ``agent/request``, the
+tool-call guard, ``agent/turn-stop``, ``budget/usage`` at the turn end) and prices are known;
+``no limit`` loads the plugin with none set (it still logs ``budget/usage``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import time
+from contextlib import AsyncExitStack
+from typing import Any
+
+import anyio
+from dsh_budget import BudgetPlugin
+
+from dsh_core import AgentOptions, Context, Harness, tool
+from dsh_core.llm import Prices, Usage
+from dsh_core.testing import ScriptedModel
+
+OPTIONS = AgentOptions(model="scripted/bench")
+STEPS = 10
+PER_SLICE = 5
+SLICES = 8
+PRICES = Prices(input=1.0, output=10.0, cached_input=0.1)
+EVERY_LIMIT = {
+    "max_turn_tokens": 10**12,
+    "max_session_tokens": 10**15,
+    "max_turn_cost": 10.0**9,
+    "max_session_cost": 10.0**12,
+    "max_steps_per_turn": 10**6,
+    "max_tool_calls_per_turn": 10**6,
+}
+
+
+@tool
+def ping() -> str:
+    """Answer pong."""
+    return "pong"
+
+
+def _script() -> list[Any]:
+    steps = [ScriptedModel.tool_call("ping", text="checking", usage=Usage(100, 10)) for _ in range(STEPS)]
+    return [*steps, ScriptedModel.text("done", usage=Usage(100, 5))]
+
+
+class SetUp:
+    """One configuration, with its harness open for the whole run."""
+
+    def __init__(self, name: str, limits: dict[str, Any] | None) -> None:
+        self.name = name
+        self.limits = limits
+        self.ctx: Context | None = None
+        self.model = ScriptedModel(prices=PRICES)
+        self.turns = 0
+
+    async def open(self, stack: AsyncExitStack) -> None:
+        plugins: list[object] = [] if self.limits is None else [BudgetPlugin()]
+        config = {"plugins": {"budget": self.limits}} if self.limits is not None else None
+        self.ctx = await stack.enter_async_context(Harness(config=config, plugins=plugins, autoload=False))
+        self.ctx.llm.register_adapter("scripted", self.model)
+        self.ctx.tools.register(ping)
+
+    async def slice(self) -> float:
+        """CPU seconds for PER_SLICE turns of STEPS tool steps each (a fresh agent per turn)."""
+        assert self.ctx is not None
+        total = 0.0
+        for _ in range(PER_SLICE):
+            self.turns += 1
+            self.model.add(*_script())
+            handle = await self.ctx.agents.create(f"{self.name}-{self.turns}", agent_options=OPTIONS)
+            gc.collect()
+            start = time.process_time()
+            outcome = await handle.agent.run("go")
+            total += time.process_time() - start
+            assert outcome.kind == "completed", outcome.reason
+            await handle.dispose()
+        return total
+
+
+async def main(rounds: int) -> None:
+    setups = [SetUp("no plugin", None), SetUp("every limit", EVERY_LIMIT), SetUp("no limit", {})]
+    async with AsyncExitStack() as stack:
+        for setup in setups:
+            await setup.open(stack)
+        for setup in setups:  # warm up
+            await setup.slice()
+        per_step: dict[str, list[float]] = {setup.name: [] for setup in setups}
+        ratios: dict[str, list[float]] = {setup.name: [] for setup in setups[1:]}
+        for _ in range(rounds):
+            spent = dict.fromkeys(per_step, 0.0)
+            for index in range(SLICES):
+                for setup in setups[index % len(setups) :] + setups[: index % len(setups)]:
+                    spent[setup.name] += await setup.slice()
+            steps = SLICES * PER_SLICE * (STEPS + 1)
+            for name, seconds in spent.items():
+                per_step[name].append(seconds / steps)
+            for name in ratios:
+                ratios[name].append(spent[name] / spent["no plugin"])
+    print(f"budget plugin: CPU time per step ({STEPS} tool steps + 1 answer per turn), {rounds} rounds")
+    for name, values in per_step.items():
+        line = f"  {name:12s} {statistics.median(values) * 1e6:8.1f} us/step"
+        if name in ratios:
+            r = ratios[name]
+            line += f"   x{statistics.median(r):.3f} (range x{min(r):.3f}-x{max(r):.3f})"
+        print(line)
+    print("  budget: <= x1.10 with every limit set")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
+    args = parser.parse_args()
+    anyio.run(main, args.rounds, backend=args.backend)
