@@ -49,12 +49,31 @@ class BudgetError(ValueError):
 class _Account:
     """One live agent's tally, and how much of its own usage it has reported to its ancestors."""
 
-    __slots__ = ("agent", "events", "is_subagent", "reported_cost", "reported_tokens", "reported_unpriced", "tally")
+    __slots__ = (
+        "agent",
+        "config",
+        "events",
+        "info",
+        "is_subagent",
+        "reported_cost",
+        "reported_tokens",
+        "reported_unpriced",
+        "slack",
+        "spent_mark",
+        "tally",
+    )
 
     def __init__(self, agent: Agent, tally: Tally) -> None:
         self.agent = agent
         self.tally = tally
         self.events = agent.session.events  # a live view of the log
+        #: the last call config seen on agent/request and its model's info (the loop reuses one config)
+        self.config: LlmCallConfig | None = None
+        self.info: ModelInfo | None = None
+        #: agent/request found this many tokens of room beyond the model's output limit when the
+        #: session had used ``spent_mark``: until that much more is used, there is nothing to lower
+        self.slack = 0.0
+        self.spent_mark = 0
         #: whether its session is a sub-agent's (one that names a parent and records a depth; a fork
         #: also names a parent, but spends on its own account): a top-level agent checks only itself
         self.is_subagent = _is_subagent(agent.session)
@@ -71,6 +90,11 @@ def _is_subagent(session: Any) -> bool:
     return meta.parent_id is not None and type(depth) is int and depth > 0
 
 
+def _dearest(prices: Prices) -> float:
+    cached = prices.cached_input if prices.cached_input is not None else 0.0
+    return max(prices.input, prices.output, cached)
+
+
 def _money(value: float) -> str:
     return f"{value:.6f}".rstrip("0").rstrip(".") or "0"
 
@@ -84,7 +108,8 @@ class BudgetPlugin:
     def __init__(self) -> None:
         self._config = BudgetConfig()
         self._ctx: Context | None = None
-        self._accounts: dict[str, _Account] = {}
+        #: by agent object (a resumed session is a new agent, with a new account read from its log)
+        self._accounts: dict[Agent, _Account] = {}
         self._infos: dict[tuple[str, str], ModelInfo | None] = {}
         self._tool_calls: dict[str, tuple[int, int]] = {}
         self._limits = _Limits(self._config)
@@ -138,12 +163,12 @@ class BudgetPlugin:
         return self._account(agent).tally
 
     def _account(self, agent: Agent) -> _Account:
-        account = self._accounts.get(agent.id)
-        if account is None or account.agent is not agent:
+        account = self._accounts.get(agent)
+        if account is None:
             session = agent.session
             tally = Tally(self.prices_of, start=session.meta.seed_length)
             tally.read(session.events)
-            account = self._accounts[agent.id] = _Account(agent, tally)
+            account = self._accounts[agent] = _Account(agent, tally)
         else:
             account.tally.read(account.events)
         return account
@@ -227,7 +252,7 @@ class BudgetPlugin:
                 f"[plugins.openai.providers.{provider}.models.{model}]) or remove the cost limit"
             )
         if config.max_session_cost is not None:
-            for owner, totals in self._sessions(agent, self._account(agent).tally):  # once per turn
+            for owner, totals in self._sessions(agent, self._account(agent).tally):
                 if totals.unpriced:
                     return (
                         f"max_session_cost is set but the cost of session {owner.id!r} is unknown: some of its "
@@ -241,15 +266,14 @@ class BudgetPlugin:
     def dsh_agent_turn_end(self, agent: Agent, turn: int) -> None:
         """Log ``budget/usage`` for the turn, and report what is left to report upwards."""
         account = self._account(agent)
-        self._report(account)
+        if account.is_subagent:
+            self._report(account)
         tally = account.tally
         agent.session.append(BudgetUsageEvent(turn=turn, tokens=tally.turn_tokens, cost=tally.turn_cost_or_none))
 
     @hookimpl
     def dsh_agent_disposed(self, agent: Agent) -> None:
-        account = self._accounts.get(agent.id)
-        if account is not None and account.agent is agent:
-            del self._accounts[agent.id]
+        self._accounts.pop(agent, None)
         self._tool_calls.pop(agent.id, None)
 
     def turn_gate(self, agent: Agent) -> ContinuationStop | None:
@@ -267,8 +291,16 @@ class BudgetPlugin:
         limits = self._limits
         account = self._account(agent)
         tally = account.tally
-        info = self._info(config.provider, config.model)
+        if config is account.config:
+            if tally.tokens - account.spent_mark < account.slack:
+                return None  # still more room than the model can use: nothing to lower (no arithmetic)
+            info = account.info
+        else:
+            info = account.info = self._info(config.provider, config.model)
+            account.config = config
+            account.slack = 0.0
         output_price = 0.0
+        prices = None
         if limits.wants_cost:
             prices = None if info is None else info.prices
             if prices is None:
@@ -288,7 +320,13 @@ class BudgetPlugin:
         ceiling = max(1, math.floor(left))
         if info is not None and ceiling >= info.max_output_tokens:
             if config.max_tokens is None:
-                return None  # the model cannot write more than the limits leave: nothing to lower
+                # The model cannot write more than the limits leave: nothing to lower, and nothing
+                # until that much more is spent (a token costs at most its dearest price).
+                if not account.is_subagent:  # an ancestor's spending is not in this tally
+                    dearest = 1.0 if prices is None or not output_price else _dearest(prices) / output_price
+                    account.slack = (left - info.max_output_tokens) / max(1.0, dearest)
+                    account.spent_mark = tally.tokens
+                return None
             ceiling = info.max_output_tokens
         if config.max_tokens is not None and config.max_tokens <= ceiling:
             return None
@@ -298,13 +336,24 @@ class BudgetPlugin:
         """After every step: report a sub-agent's usage upwards, then stop at the first limit reached."""
         account = self._account(agent)
         tally = account.tally
-        if tally.own_tokens != account.reported_tokens:
+        if account.is_subagent:
             self._report(account)
+        limits = self._limits
+        if (  # one comparison per limit (an absent one is inf): the reasons are worded only when one is reached
+            tally.turn_tokens < limits.turn_tokens
+            and tally.turn_cost < limits.turn_cost
+            and tally.turn_steps < limits.steps
+            and tally.turn_tool_calls < limits.tool_calls
+            and tally.tokens < limits.session_tokens
+            and tally.cost < limits.session_cost
+            and not account.is_subagent
+        ):
+            return None
         reason = self._turn_verdict(tally) or self._session_verdict(agent, account)
         return None if reason is None else ContinuationStop(f"budget: {reason}")
 
     def _report(self, account: _Account) -> None:
-        """Append this agent's own usage since the last report to every live ancestor's log."""
+        """Append a sub-agent's own usage since its last report to every live ancestor's log."""
         tally = account.tally
         tokens = tally.own_tokens - account.reported_tokens
         if tokens == 0:
@@ -314,8 +363,6 @@ class BudgetPlugin:
         account.reported_tokens = tally.own_tokens
         account.reported_cost = tally.own_cost
         account.reported_unpriced = tally.own_unpriced
-        if not account.is_subagent:
-            return
         agent = account.agent
         for ancestor in self._ancestors(agent):
             session = ancestor.session

@@ -45,6 +45,8 @@ class Tally:
     """
 
     __slots__ = (
+        "_last_model",
+        "_last_prices",
         "_prices_of",
         "_read",
         "cost",
@@ -63,6 +65,9 @@ class Tally:
 
     def __init__(self, prices_of: PricesOf, *, start: int = 0) -> None:
         self._prices_of = prices_of
+        #: the model of the last reply and its prices: most replies come from the same model
+        self._last_model: tuple[str | None, str | None] | None = None
+        self._last_prices: Prices | None = None
         self._read = start
         self.tokens = 0
         self.cost = 0.0
@@ -111,7 +116,12 @@ class Tally:
         usage = payload.usage
         tokens = usage.input_tokens + usage.output_tokens
         message = payload.message
-        prices = self._prices_of(message.provider or "", message.model or "")
+        model = (message.provider, message.model)
+        if model == self._last_model:
+            prices = self._last_prices
+        else:
+            prices = self._last_prices = self._prices_of(message.provider or "", message.model or "")
+            self._last_model = model
         self.tokens += tokens
         self.own_tokens += tokens
         self.turn_tokens += tokens

@@ -48,6 +48,14 @@ async def test_max_tokens_is_lowered_to_what_the_tightest_token_limit_leaves() -
     assert [request.max_tokens for request in model.requests] == [1000, 300]
 
 
+async def test_max_tokens_is_left_alone_while_the_model_cannot_use_the_room_then_lowered() -> None:
+    """A model that writes at most 100 tokens under a 1000-token turn limit: no max_tokens until fewer than 100 are left."""
+    model = ScriptedModel([call(600, 100), call(200, 50), answer("done", 10, 5)], max_output_tokens=100)
+    outcomes, _ = await _run(model, {"max_turn_tokens": 1000}, "go")
+    assert outcomes[0].kind == "completed"
+    assert [request.max_tokens for request in model.requests] == [None, None, 50]
+
+
 async def test_a_lower_max_tokens_of_the_agent_is_kept() -> None:
     """max_tokens already below what the limits leave is not raised."""
     from dsh_core import AgentOptions
