@@ -44,6 +44,7 @@ def test_model_info_carries_prices_through_json() -> None:
     assert priced.to_json()["prices"] == {"input": 1.0, "output": 2.0, "cached_input": 0.25}
     plain = ModelInfo(1000, 100)
     assert plain.prices is None
+    assert "prices" not in plain.to_json()  # the JSON a model without prices always had
     assert ModelInfo.from_json(plain.to_json()) == plain
 
 

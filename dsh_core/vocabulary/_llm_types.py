@@ -662,7 +662,9 @@ class ModelInfo:
     context_window: int = attrs.field(validator=_positive, metadata=json_field(minimum=1))
     max_output_tokens: int = attrs.field(validator=_positive, metadata=json_field(minimum=1))
     prices: Prices | None = attrs.field(
-        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(Prices))
+        default=None,
+        validator=attrs.validators.optional(attrs.validators.instance_of(Prices)),
+        metadata=json_field(omit_default=True),  # a model without prices writes the JSON it always did
     )
 
     def to_json(self) -> dict[str, Any]:
