@@ -1,13 +1,15 @@
 """Benchmark: what the ``budget`` plugin adds per tool step, against the same run without it.
 
-Run: ``.venv/bin/python benchmarks/budget.py [--rounds N] [--backend asyncio|trio]``. Prints the
+Run: ``.venv/bin/python benchmarks/budget.py [--rounds N] [--backend asyncio|trio] [--session]``. Prints the
 CPU time per tool step of each set-up and its ratio to the run without the plugin, measured in the
 same process; asserts nothing. The garbage collector is off while a turn is timed (it runs
 between turns), so a collection does not land on whichever set-up allocates next. Every set-up's harness is open for the whole run and they take turns
 in short slices (rotated), so the load of a shared machine hits them alike; the ratio is taken
 within a round, and the median and range over rounds are printed. A tool step is one model request
 (a ``Usage`` and a text chunk streamed) and one tool call, against a zero-latency ScriptedModel and a
-trivial tool, so the figure is the harness's own cost. Budget (issue 33): at most 1.1x per step with
+trivial tool, so the figure is the harness's own cost. Each turn has a fresh agent (the plugin's
+per-agent set-up is paid every turn, the worst case), or with ``--session`` one agent runs a
+slice's five turns in a row, as a session does. Budget (issue 33): at most 1.1x per step with
 every limit set.
 
 Set-ups: ``every limit`` sets all six limits of ``[plugins.budget]`` high enough never to stop a
@@ -35,6 +37,8 @@ from dsh_core.llm import Prices, Usage
 from dsh_core.testing import ScriptedModel
 
 OPTIONS = AgentOptions(model="scripted/bench")
+#: one agent for a slice's turns (a session of several turns) instead of a fresh one per turn
+SESSION = False
 STEPS = 10
 PER_SLICE = 5
 SLICES = 8
@@ -78,13 +82,16 @@ class SetUp:
         self.ctx.tools.register(ping)
 
     async def slice(self) -> float:
-        """CPU seconds for PER_SLICE turns of STEPS tool steps each (a fresh agent per turn)."""
+        """CPU seconds for PER_SLICE turns of STEPS tool steps each (a fresh agent per turn, or one
+        agent for the slice's turns with ``--session``)."""
         assert self.ctx is not None
         total = 0.0
+        handle = None
         for _ in range(PER_SLICE):
             self.turns += 1
             self.model.add(*_script())
-            handle = await self.ctx.agents.create(f"{self.name}-{self.turns}", agent_options=OPTIONS)
+            if handle is None or not SESSION:
+                handle = await self.ctx.agents.create(f"{self.name}-{self.turns}", agent_options=OPTIONS)
             gc.collect()
             gc.disable()  # a collection lands on whichever set-up allocates next: noise, not cost
             start = time.process_time()
@@ -92,6 +99,9 @@ class SetUp:
             total += time.process_time() - start
             gc.enable()
             assert outcome.kind == "completed", outcome.reason
+            if not SESSION:
+                await handle.dispose()
+        if SESSION and handle is not None:
             await handle.dispose()
         self.model.requests.clear()  # the model keeps every request: the heap must not grow with the run
         return total
@@ -123,7 +133,8 @@ async def main(rounds: int) -> None:
                     per_step[setup.name].append(seconds / steps)
             for name in ratios:
                 ratios[name].append(spent[name] / spent["no plugin"])
-    print(f"budget plugin: CPU time per step ({STEPS} tool steps + 1 answer per turn), {rounds} rounds")
+    kind = f"one agent for {PER_SLICE} turns" if SESSION else "a fresh agent per turn"
+    print(f"budget plugin: CPU time per step ({STEPS} tool steps + 1 answer per turn, {kind}), {rounds} rounds")
     floor = min(per_step["no plugin"])
     for name, values in per_step.items():
         line = f"  {name:13s} median {statistics.median(values) * 1e6:7.1f} us/step, best {min(values) * 1e6:7.1f}"
@@ -141,5 +152,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
+    parser.add_argument("--session", action="store_true", help=f"one agent runs {PER_SLICE} turns in a row")
     args = parser.parse_args()
+    SESSION = args.session
     anyio.run(main, args.rounds, backend=args.backend)

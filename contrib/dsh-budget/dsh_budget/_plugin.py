@@ -7,7 +7,8 @@ Where each limit acts:
 - ``agent/request`` (each step, last listener): ``max_tokens`` is lowered to what the tightest token
   limit leaves (and what the cost limits leave at the model's output price), so one step cannot
   overshoot a limit by more than its prompt;
-- a tool guard: a tool call beyond ``max_tool_calls_per_turn`` in a turn is denied;
+- ``agent/step-result`` and a tool guard: a tool call beyond ``max_tool_calls_per_turn`` in a turn
+  is denied (the guard is armed for an agent only once one of its steps asks for too many);
 - ``agent/turn-stop`` (after every step): any limit reached ends the turn ``stopped``, with a
   reason naming the key, the figure and the configured value;
 - ``agent/turn-end``: ``budget/usage {turn, tokens, cost}`` is logged in the turn.
@@ -23,7 +24,7 @@ ancestors' session limits, so a ``task`` tool cannot be used to escape a budget.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -36,7 +37,7 @@ from ._events import BudgetUsageEvent, SubagentUsageEvent
 from ._tally import Tally
 
 if TYPE_CHECKING:
-    from dsh_core import Context, ToolExecution
+    from dsh_core import AssistantMessage, Context, ToolExecution
     from dsh_core.vocabulary import Agent
 
 __all__ = ["BudgetError", "BudgetPlugin"]
@@ -111,7 +112,8 @@ class BudgetPlugin:
         #: by agent object (a resumed session is a new agent, with a new account read from its log)
         self._accounts: dict[Agent, _Account] = {}
         self._infos: dict[tuple[str, str], ModelInfo | None] = {}
-        self._tool_calls: dict[str, tuple[int, int]] = {}
+        #: the agents whose tool-call guard is armed, and the calls of their current step it denies
+        self._denied: dict[Agent, tuple[frozenset[str], int, int]] = {}
         self._limits = _Limits(self._config)
 
     def start(self, ctx: Context) -> None:
@@ -129,7 +131,7 @@ class BudgetPlugin:
         if attrs.astuple(config) != attrs.astuple(BudgetConfig()):
             ctx.register_plugin(_Stop(self), name="budget/turn-stop")
         if config.max_tool_calls_per_turn is not None:
-            ctx.tools.guard(self._guard_tool_calls)
+            ctx.register_plugin(_StepResult(self), name="budget/step-result")
 
     @property
     def config(self) -> BudgetConfig:
@@ -251,8 +253,9 @@ class BudgetPlugin:
                 f"be limited; give it input_price and output_price (for an OpenAI-compatible provider: "
                 f"[plugins.openai.providers.{provider}.models.{model}]) or remove the cost limit"
             )
-        if config.max_session_cost is not None:
-            for owner, totals in self._sessions(agent, self._account(agent).tally):
+        account = self._account(agent)
+        if config.max_session_cost is not None and (account.tally.unpriced or account.is_subagent):
+            for owner, totals in self._sessions(agent, account.tally):
                 if totals.unpriced:
                     return (
                         f"max_session_cost is set but the cost of session {owner.id!r} is unknown: some of its "
@@ -274,15 +277,15 @@ class BudgetPlugin:
     @hookimpl
     def dsh_agent_disposed(self, agent: Agent) -> None:
         self._accounts.pop(agent, None)
-        self._tool_calls.pop(agent.id, None)
+        self._denied.pop(agent, None)
 
     def turn_gate(self, agent: Agent) -> ContinuationStop | None:
         """Refuse a turn whose session budget is spent, or whose cost cannot be known."""
         account = self._account(agent)
         reason = self._session_verdict(agent, account)
-        if reason is None and self._config.wants_cost:
+        if reason is None and self._limits.wants_cost:
             provider, _, model = (agent.options.model or "").partition("/")
-            if model:
+            if model and (self.prices_of(provider, model) is None or account.tally.unpriced or account.is_subagent):
                 reason = self._unpriced_verdict(agent, provider, model)
         return None if reason is None else ContinuationStop(f"budget: {reason}")
 
@@ -369,21 +372,39 @@ class BudgetPlugin:
             turn = session.open_turn or session.last_turn
             session.append(SubagentUsageEvent(turn=turn, session_id=agent.id, tokens=tokens, cost=cost))
 
-    def _guard_tool_calls(self, execution: ToolExecution) -> str | None:
-        """Deny a tool call beyond ``max_tool_calls_per_turn`` in its turn."""
-        limit = self._config.max_tool_calls_per_turn
-        agent_id = execution.agent_id
-        if limit is None or agent_id is None:
-            return None
-        turn, count = self._tool_calls.get(agent_id, (execution.turn, 0))
-        count = count + 1 if turn == execution.turn else 1
-        self._tool_calls[agent_id] = (execution.turn, count)
-        if count > limit:
+    def step_result(self, agent: Agent, message: AssistantMessage) -> None:
+        """Before a step's tools run: the calls beyond ``max_tool_calls_per_turn`` are to be denied.
+
+        The guard that denies them is armed for the agent the first time a step asks for more than
+        the turn has left (and stays armed): a guard takes every call through the tool pipeline's
+        gated path, which ordinary steps need not pay for.
+        """
+        calls = message.tool_calls
+        if not calls:
+            return
+        tally = self._account(agent).tally
+        allowed = max(0, int(self._limits.tool_calls) - tally.turn_tool_calls)
+        armed = agent in self._denied
+        if len(calls) <= allowed and not armed:
+            return
+        denied = frozenset(call.id for call in calls[allowed:])
+        made = tally.turn_tool_calls
+        self._denied[agent] = (denied, made, allowed)
+        if not armed:
+            agent.ctx.tools.guard(self._guard_for(agent))
+
+    def _guard_for(self, agent: Agent) -> Callable[[ToolExecution], str | None]:
+        def guard(execution: ToolExecution) -> str | None:
+            """Deny this agent's calls that the current step asked for beyond the limit."""
+            denied, made, allowed = self._denied.get(agent, (frozenset(), 0, 0))
+            if execution.call_id not in denied:
+                return None
             return (
-                f"budget: max_tool_calls_per_turn reached: this would be tool call {count} of this turn, "
-                f"the limit is {limit}"
+                f"budget: max_tool_calls_per_turn reached: {made} tool calls were made in this turn and this "
+                f"step may make {allowed} more; the limit is {self._config.max_tool_calls_per_turn}"
             )
-        return None
+
+        return guard
 
 
 class _Limits:
@@ -402,6 +423,17 @@ class _Limits:
         self.steps = number(config.max_steps_per_turn)
         self.tool_calls = number(config.max_tool_calls_per_turn)
         self.wants_cost = config.wants_cost
+
+
+class _StepResult:
+    """``agent/step-result`` of a budget with ``max_tool_calls_per_turn``: it sees each step's calls first."""
+
+    def __init__(self, budget: BudgetPlugin) -> None:
+        self._budget = budget
+
+    @hookimpl
+    def dsh_agent_step_result(self, agent: Agent, message: AssistantMessage) -> None:
+        self._budget.step_result(agent, message)
 
 
 class _Gate:

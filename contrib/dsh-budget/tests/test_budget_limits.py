@@ -168,6 +168,22 @@ async def test_max_tool_calls_per_turn_denies_calls_beyond_it_and_stops_the_turn
     }
 
 
+async def test_the_tool_call_limit_counts_the_calls_of_earlier_steps() -> None:
+    """A limit of 3: two calls run in step 1; in step 2 one more runs and the next is denied; the turn stops."""
+
+    def two(first: str, second: str) -> Reply:
+        return Reply(ScriptedModel.call("noop", id=first), ScriptedModel.call("noop", id=second))
+
+    model = ScriptedModel([two("a1", "a2"), two("b1", "b2")])
+    outcomes, events = await _run(model, {"max_tool_calls_per_turn": 3}, "go")
+    results = [(e.data["message"]["call_id"], e.data.get("error_code")) for e in events if e.type == "tool/result"]
+    assert results == [("a1", None), ("a2", None), ("b1", None), ("b2", "DENIED")]
+    assert outcomes[0].reason["reason"] == (
+        "budget: max_tool_calls_per_turn reached: 4 tool calls in this turn, the limit is 3"
+    )
+    model.assert_consumed()
+
+
 async def test_the_tool_call_count_starts_again_each_turn() -> None:
     """A limit of 1: one call per turn runs, in every turn."""
     model = ScriptedModel([call(1, 1), call(1, 1)])
