@@ -114,6 +114,8 @@ class BudgetPlugin:
         self._infos: dict[tuple[str, str], ModelInfo | None] = {}
         #: the agents whose tool-call guard is armed, and the calls of their current step it denies
         self._denied: dict[Agent, tuple[frozenset[str], int, int]] = {}
+        #: (turn, tool calls the model asked for in it) by agent
+        self._calls: dict[Agent, tuple[int, int]] = {}
         self._limits = _Limits(self._config)
 
     def start(self, ctx: Context) -> None:
@@ -278,6 +280,7 @@ class BudgetPlugin:
     def dsh_agent_disposed(self, agent: Agent) -> None:
         self._accounts.pop(agent, None)
         self._denied.pop(agent, None)
+        self._calls.pop(agent, None)
 
     def turn_gate(self, agent: Agent) -> ContinuationStop | None:
         """Refuse a turn whose session budget is spent, or whose cost cannot be known."""
@@ -292,11 +295,16 @@ class BudgetPlugin:
     def request(self, agent: Agent, config: LlmCallConfig) -> LlmCallConfig | None:
         """Lower ``max_tokens`` to what the tightest limit leaves; refuse an unpriced model under a cost limit."""
         limits = self._limits
+        account = self._accounts.get(agent)
+        if account is not None and config is account.config:
+            # Usage only grows with a reply or a sub-agent's record, and turn-stop (after every step,
+            # the step's tools and their sub-agents included) has read those: no read is needed to
+            # see that the room left is still more than the model can use.
+            if account.tally.tokens - account.spent_mark < account.slack:
+                return None
         account = self._account(agent)
         tally = account.tally
         if config is account.config:
-            if tally.tokens - account.spent_mark < account.slack:
-                return None  # still more room than the model can use: nothing to lower (no arithmetic)
             info = account.info
         else:
             info = account.info = self._info(config.provider, config.model)
@@ -372,24 +380,26 @@ class BudgetPlugin:
             turn = session.open_turn or session.last_turn
             session.append(SubagentUsageEvent(turn=turn, session_id=agent.id, tokens=tokens, cost=cost))
 
-    def step_result(self, agent: Agent, message: AssistantMessage) -> None:
+    def step_result(self, agent: Agent, message: AssistantMessage, turn: int) -> None:
         """Before a step's tools run: the calls beyond ``max_tool_calls_per_turn`` are to be denied.
 
-        The guard that denies them is armed for the agent the first time a step asks for more than
-        the turn has left (and stays armed): a guard takes every call through the tool pipeline's
-        gated path, which ordinary steps need not pay for.
+        The calls are counted here, as the model asks for them (a step cut off at its token limit,
+        whose calls never run, still counts: the count errs on the side of denying). The guard that
+        denies them is armed for the agent the first time a step asks for more than the turn has
+        left (and stays armed): a guard takes every call through the tool pipeline's gated path,
+        which ordinary steps need not pay for.
         """
         calls = message.tool_calls
         if not calls:
             return
-        tally = self._account(agent).tally
-        allowed = max(0, int(self._limits.tool_calls) - tally.turn_tool_calls)
+        counted = self._calls.get(agent)
+        made = counted[1] if counted is not None and counted[0] == turn else 0
+        self._calls[agent] = (turn, made + len(calls))
+        allowed = max(0, int(self._limits.tool_calls) - made)
         armed = agent in self._denied
         if len(calls) <= allowed and not armed:
             return
-        denied = frozenset(call.id for call in calls[allowed:])
-        made = tally.turn_tool_calls
-        self._denied[agent] = (denied, made, allowed)
+        self._denied[agent] = (frozenset(call.id for call in calls[allowed:]), made, allowed)
         if not armed:
             agent.ctx.tools.guard(self._guard_for(agent))
 
@@ -432,8 +442,8 @@ class _StepResult:
         self._budget = budget
 
     @hookimpl
-    def dsh_agent_step_result(self, agent: Agent, message: AssistantMessage) -> None:
-        self._budget.step_result(agent, message)
+    def dsh_agent_step_result(self, agent: Agent, message: AssistantMessage, turn: int) -> None:
+        self._budget.step_result(agent, message, turn)
 
 
 class _Gate:
