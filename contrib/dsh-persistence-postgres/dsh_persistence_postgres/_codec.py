@@ -12,19 +12,16 @@ built stays alive, and the collections they would trigger cost a third of the re
 
 from __future__ import annotations
 
-import gc
 import json
-import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, NoReturn
 
 import attrs
 import orjson
 
-from dsh_core import EventDataError, FrozenDict, SessionEvent, SessionMeta, UserMessage
+from dsh_core import EventDataError, FrozenDict, SessionEvent, SessionMeta
+from dsh_core.persistence import decode_frozen, gc_paused, title_of
 from dsh_core.session_log import CheckedLog, TurnStartEvent, UserMessageEvent, check_log
-from dsh_core.vocabulary import frozen_trusted
 
 from ._errors import SessionCorruptError
 
@@ -41,9 +38,6 @@ __all__ = [
     "sound_prefix",
     "summarize",
 ]
-
-_TITLE_LENGTH: Final = 80
-
 
 #: an event and its line of the write statement's text (``encode_line``), made when it was published
 Pending = tuple[SessionEvent, bytes]
@@ -116,32 +110,11 @@ def summarize(events: Sequence[SessionEvent], *, want_title: bool = True) -> tup
 
 
 def _title(event: SessionEvent) -> str | None:
-    data: Any = event.data
-    try:
-        message = UserMessage.from_json(data["message"])
-    except (ValueError, KeyError, TypeError):
-        return None
-    text = " ".join(message.text.split()).replace("\x00", "\ufffd")  # a text column holds no NUL
-    return text if len(text) <= _TITLE_LENGTH else text[: _TITLE_LENGTH - 1] + "…"
+    title = title_of(event)
+    return None if title is None else title.replace("\x00", "\ufffd")  # a text column holds no NUL
 
 
-def _refuse_constant(name: str) -> NoReturn:
-    msg = f"{name} is not JSON (only finite numbers are)"
-    raise ValueError(msg)
-
-
-def _tuple_of(items: list[Any]) -> tuple[Any, ...]:
-    return tuple([_tuple_of(item) if type(item) is list else item for item in items])
-
-
-def _freeze_object(obj: dict[str, Any]) -> FrozenDict:
-    for key, value in obj.items():
-        if type(value) is list:
-            obj[key] = _tuple_of(value)
-    return frozen_trusted(obj)
-
-
-_decode = json.JSONDecoder(object_hook=_freeze_object, parse_constant=_refuse_constant).decode
+_decode: Final = decode_frozen
 
 
 def decode_rows(session_id: str, rows: Iterable[tuple[Any, ...]]) -> list[SessionEvent]:
@@ -224,26 +197,3 @@ def _corrupt(
         f"dsh_damaged), or delete the session"
     )
     raise SessionCorruptError(msg, session_id=session_id, seq=seq, event_type=event_type, field=field)
-
-
-_gc_lock = threading.Lock()
-_gc_users = 0
-_gc_was_enabled = False
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause cyclic collection while building objects that all stay alive (nests across threads)."""
-    global _gc_users, _gc_was_enabled
-    with _gc_lock:
-        if _gc_users == 0:
-            _gc_was_enabled = gc.isenabled()
-            gc.disable()
-        _gc_users += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_users -= 1
-            if _gc_users == 0 and _gc_was_enabled:
-                gc.enable()

@@ -27,6 +27,7 @@ import attrs
 import psycopg
 
 from dsh_core import SessionEvent, SessionMeta, StoredLogError, repair_events
+from dsh_core.persistence import is_urgent
 
 from ._codec import check_events, encode_line, encoded
 from ._database import Claim, Database, not_found
@@ -40,7 +41,7 @@ from ._errors import (
 from ._owners import Owners
 from ._types import LoadedSession, RepairReport, SessionInfo
 from ._urgent import UrgentWriter
-from ._writer import BatchWriter, Journal, is_urgent
+from ._writer import BatchWriter, Journal
 
 if TYPE_CHECKING:
     from dsh_core import Session

@@ -3,7 +3,7 @@
 A journal buffers the events its session publishes (the ``session/event`` listener only appends
 to a list) and commits them as one fenced statement (``Database.append``) at the end of a batch
 window, at once for the records §9.1 makes durable without delay (``inbox/queued``,
-``inbox/cleared``, and context injected while idle: ``is_urgent``; the ``UrgentWriter``'s threads
+``inbox/cleared``, and context injected while idle: ``dsh_core.persistence.is_urgent``; the ``UrgentWriter``'s threads
 make that commit, without the event loop), or when the session is flushed. Every commit of a
 journal runs whole in one thread under the journal's mutex, so they never overlap and never
 overtake one another; the writer commits the journals of one window concurrently, as many as the
@@ -31,14 +31,13 @@ import functools
 import logging
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.to_thread
 import psycopg
 
 from dsh_core import SessionEvent
-from dsh_core.session_log import ContextMessageEvent, InboxClearedEvent, InboxQueuedEvent
 
 from ._codec import Pending, encoded
 from ._database import Claim, Database
@@ -47,19 +46,9 @@ from ._errors import PersistenceError, SessionWriteError
 if TYPE_CHECKING:
     from dsh_core import Session
 
-__all__ = ["URGENT", "BatchWriter", "Journal", "is_urgent"]
+__all__ = ["BatchWriter", "Journal"]
 
 logger = logging.getLogger("dsh.persistence_postgres")
-
-#: event types written at once, whatever ``batch_delay`` is (§9.1: accepted sends are durable)
-URGENT: Final = frozenset({InboxQueuedEvent.type, InboxClearedEvent.type})
-
-
-def is_urgent(session: Session, event: SessionEvent) -> bool:
-    """Whether ``event`` is committed at once: an inbox record, or context injected while idle (§9.1)."""
-    kind = event.type
-    return kind in URGENT or (kind == ContextMessageEvent.type and session.open_turn is None)
-
 
 class Journal:
     """The stored log of one live session: buffered events, the owner epoch, the failure state."""
