@@ -49,6 +49,10 @@ class Backend:
     def plugin(self) -> object:
         raise NotImplementedError
 
+    def make(self, directory: Path) -> tuple[object, dict[str, Any]]:
+        """``check_session_store``'s ``make``: a plugin and its table for a fresh store in ``directory``."""
+        raise NotImplementedError
+
     def config(self, *, batch_delay: float | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
         delay = self.default_delay if batch_delay is None else batch_delay
         return {"plugins": {self.name: self.table(batch_delay=delay), **(extra or {})}}
@@ -110,6 +114,9 @@ class JsonlBackend(Backend):
     def plugin(self) -> object:
         return dsh_persistence_jsonl.PersistencePlugin()
 
+    def make(self, directory: Path) -> tuple[object, dict[str, Any]]:
+        return self.plugin(), {"root": str(directory / "sessions"), "batch_delay": self.default_delay}
+
     def path(self, session_id: str) -> Path:
         return self.root / dsh_persistence_jsonl.escape_id(session_id) / "session.jsonl"
 
@@ -151,6 +158,11 @@ class PostgresBackend(Backend):
 
     def plugin(self) -> object:
         return dsh_persistence_postgres.PersistencePlugin()
+
+    def make(self, directory: Path) -> tuple[object, dict[str, Any]]:
+        """A schema of its own per store (named from the directory), on the test's server."""
+        schema = f"kit_{abs(hash(str(directory))):x}"
+        return self.plugin(), {"dsn": self.dsn, "schema": schema, "batch_delay": self.default_delay}
 
     def query(self, text: str, *args: object) -> list[tuple[Any, ...]]:
         """Run SQL against the test's schema (``{s}`` names it)."""
@@ -230,6 +242,9 @@ class SqliteBackend(Backend):
 
     def plugin(self) -> object:
         return dsh_persistence_sqlite.PersistencePlugin()
+
+    def make(self, directory: Path) -> tuple[object, dict[str, Any]]:
+        return self.plugin(), {"path": str(directory / "sessions.db"), "batch_delay": self.default_delay}
 
     def query(self, text: str, *args: object) -> list[tuple[Any, ...]]:
         with contextlib.closing(sqlite3.connect(self.path, isolation_level=None)) as conn:
