@@ -1,5 +1,6 @@
 """What every persistence backend shares: the stored-session types, the one set of errors, §9.1's
-urgency rule, the hook wiring, and the fast decoding of stored events.
+urgency rule, the hook wiring, the batch and urgent writers of a database backend, and the fast
+decoding of stored events.
 
 A backend implements ``dsh_core.SessionPersistence`` (read and write sides), raises these errors,
 returns these types (or subclasses adding what only it knows), and starts with
@@ -28,9 +29,12 @@ from ._types import SessionInfo as SessionInfo
 from ._types import StoredSession as StoredSession
 from ._urgency import URGENT_TYPES as URGENT_TYPES
 from ._urgency import is_urgent as is_urgent
+from ._writers import BatchWriter as BatchWriter
+from ._writers import UrgentWriter as UrgentWriter
 
 __all__ = [
     "URGENT_TYPES",
+    "BatchWriter",
     "PersistenceError",
     "RepairReport",
     "SessionAccessError",
@@ -45,6 +49,7 @@ __all__ = [
     "SessionWriteError",
     "StoreUnavailableError",
     "StoredSession",
+    "UrgentWriter",
     "decode_frozen",
     "gc_paused",
     "is_urgent",

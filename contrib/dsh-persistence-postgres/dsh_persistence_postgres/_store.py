@@ -27,7 +27,7 @@ import attrs
 import psycopg
 
 from dsh_core import SessionEvent, SessionMeta, StoredLogError, repair_events
-from dsh_core.persistence import is_urgent
+from dsh_core.persistence import BatchWriter, UrgentWriter, is_urgent
 
 from ._codec import check_events, encode_line, encoded
 from ._database import Claim, Database, not_found
@@ -40,8 +40,7 @@ from ._errors import (
 )
 from ._owners import Owners
 from ._types import LoadedSession, RepairReport, SessionInfo
-from ._urgent import UrgentWriter
-from ._writer import BatchWriter, Journal
+from ._writer import Journal
 
 if TYPE_CHECKING:
     from dsh_core import Session
@@ -70,7 +69,7 @@ class PostgresSessionStore:
         self._limiter = anyio.CapacityLimiter(connections)
         self._owners = Owners(db, self._run)
         self._writer = BatchWriter(batch_delay)
-        self._urgent = UrgentWriter(connections)
+        self._urgent = UrgentWriter(connections, name="dsh-persistence-postgres")
         self._followed: dict[str, Journal] = {}
         self._reserved: dict[str, _Reservation] = {}
         self._closed = False

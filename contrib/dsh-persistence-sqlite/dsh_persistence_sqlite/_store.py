@@ -29,6 +29,7 @@ import attrs
 
 from dsh_core import SessionEvent, SessionMeta, StoredLogError, VocabularyError, repair_events
 from dsh_core.persistence import (
+    BatchWriter,
     PersistenceError,
     RepairReport,
     SessionConflictError,
@@ -37,6 +38,8 @@ from dsh_core.persistence import (
     SessionInUseError,
     StoredSession,
     StoreUnavailableError,
+    UrgentWriter,
+    gc_paused,
     is_urgent,
     loads_strict,
     title_of,
@@ -46,7 +49,7 @@ from dsh_core.session_log import TurnStartEvent, UserMessageEvent
 from ._database import Claim, Database, holder_text, not_found
 from ._owners import Owners
 from ._rows import check_events, decode_event, decode_rows, encode_row, sound_prefix, turns_in
-from ._writer import BatchWriter, Journal, UrgentWriter
+from ._writer import Journal
 
 if TYPE_CHECKING:
     from dsh_core import Session
@@ -73,8 +76,8 @@ class SqliteSessionStore:
     def __init__(self, db: Database, owners: Owners, batch_delay: float) -> None:
         self._db = db
         self._owners = owners
-        self._writer = BatchWriter(batch_delay)
-        self._urgent = UrgentWriter()
+        self._writer = BatchWriter(batch_delay, concurrent=False)  # SQLite: one writer at a time
+        self._urgent = UrgentWriter(2, name="dsh-persistence-sqlite")
         self._followed: dict[str, Journal] = {}
         self._reserved: dict[str, _Reservation] = {}
         self._closed = False
@@ -185,7 +188,15 @@ class SqliteSessionStore:
         return await self._run(self._read_blocking, session_id)
 
     def _read_blocking(self, session_id: str) -> StoredSession:
-        """Read, check every event as ``session.append`` would, and compute the crash repair."""
+        """Read, check every event as ``session.append`` would, and compute the crash repair.
+
+        The collector is paused throughout: the rows fetched and the events built from them all stay
+        alive until the events are made, and collections they would trigger cost a third of the read.
+        """
+        with gc_paused():
+            return self._read_paused(session_id)
+
+    def _read_paused(self, session_id: str) -> StoredSession:
         stored = self._db.read(session_id)
         if stored is None:
             raise not_found(session_id, self._db.path)

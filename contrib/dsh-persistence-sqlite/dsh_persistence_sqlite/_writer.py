@@ -1,5 +1,5 @@
-"""The write path: one ``Journal`` per followed session, the background ``BatchWriter`` and the
-``UrgentWriter``'s threads.
+"""The write path: one ``Journal`` per followed session, committed by the core's ``BatchWriter`` (the
+window, one journal after the other: SQLite has one writer at a time) and ``UrgentWriter`` (§9.1).
 
 A journal buffers the rows its session publishes (the ``session/event`` listener encodes the event
 and appends its row to a list, nothing more) and commits them as one fenced transaction
@@ -26,7 +26,6 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Final
 
 import anyio
@@ -41,7 +40,7 @@ from ._rows import Row, turns_in
 if TYPE_CHECKING:
     from dsh_core import Session, SessionEvent
 
-__all__ = ["BatchWriter", "Journal", "UrgentWriter"]
+__all__ = ["Journal"]
 
 logger = logging.getLogger("dsh.persistence_sqlite")
 
@@ -246,68 +245,3 @@ class Journal:
     def __repr__(self) -> str:
         state = "broken" if self.broken else "closed" if self.closed else "open" if self.epoch else "new"
         return f"<Journal {self.session_id!r} {state} epoch={self.epoch} written={self.written} pending={len(self.pending)}>"
-
-
-class BatchWriter:
-    """The background writer: the first pending event opens a window of ``delay`` seconds, then every
-    journal with pending rows is committed (urgent records do not wait: the ``UrgentWriter``)."""
-
-    def __init__(self, delay: float) -> None:
-        self.delay = delay
-        self._dirty: list[Journal] = []
-        self._wake = anyio.Event()
-        self._armed = False
-
-    def mark(self, journal: Journal) -> None:
-        """``journal`` has pending rows (the listener: cheap)."""
-        if not journal.dirty:
-            journal.dirty = True
-            self._dirty.append(journal)
-        if not self._armed:
-            self._armed = True
-            self._wake.set()
-
-    async def write_all(self) -> None:
-        """Commit every marked journal now (one after the other: SQLite has one writer at a time)."""
-        dirty, self._dirty = self._dirty, []
-        for journal in dirty:
-            journal.dirty = False
-            await journal.write()
-
-    async def run(self) -> None:
-        """Write batches until cancelled (the plugin stops; it commits what is left itself)."""
-        while True:
-            await self._wake.wait()
-            await anyio.sleep(self.delay)
-            # Events published from here on wake the next window.
-            self._wake = anyio.Event()
-            self._armed = False
-            await self.write_all()
-
-
-class UrgentWriter:
-    """Threads of the store's own that commit §9.1's records the moment they are published."""
-
-    def __init__(self, threads: int = 2) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="dsh-persistence-sqlite-urgent")
-        self._stopped = False
-
-    def submit(self, journal: Journal) -> None:
-        """Commit ``journal`` durably now, off the event loop (the listener: never blocks). A journal
-        already queued is not queued twice: its commit will take the record just published too."""
-        if journal.queued or self._stopped:
-            return
-        journal.queued = True
-        self._pool.submit(self._write, journal)
-
-    @staticmethod
-    def _write(journal: Journal) -> None:
-        try:
-            journal.commit(durable=True, dequeue=True)
-        except Exception:  # a bug: keep the thread, say so; the rows stay pending for the next flush
-            logger.exception("session %r: the urgent commit failed unexpectedly", journal.session_id)
-
-    def stop(self) -> None:
-        """Drop what has not started, wait for the commits under way (blocking: a worker thread)."""
-        self._stopped = True
-        self._pool.shutdown(wait=True, cancel_futures=True)
