@@ -1,6 +1,6 @@
 """What every persistence backend shares: the stored-session types, the one set of errors, §9.1's
-urgency rule, the hook wiring, the batch and urgent writers of a database backend, and the fast
-decoding of stored events.
+urgency rule, the hook wiring, the batch and urgent writers of a database backend, and the fast,
+strict reading of stored events (one row per event: ``decode_event_rows``, ``check_stored_events``).
 
 A backend implements ``dsh_core.SessionPersistence`` (read and write sides), raises these errors,
 returns these types (or subclasses adding what only it knows), and starts with
@@ -24,6 +24,11 @@ from ._errors import SessionWriteError as SessionWriteError
 from ._errors import StoreUnavailableError as StoreUnavailableError
 from ._hooks import SessionStoreHooks as SessionStoreHooks
 from ._hooks import serve_session_store as serve_session_store
+from ._rows import check_stored_events as check_stored_events
+from ._rows import continues_log as continues_log
+from ._rows import decode_event_row as decode_event_row
+from ._rows import decode_event_rows as decode_event_rows
+from ._rows import sound_prefix as sound_prefix
 from ._types import RepairReport as RepairReport
 from ._types import SessionInfo as SessionInfo
 from ._types import StoredSession as StoredSession
@@ -50,10 +55,15 @@ __all__ = [
     "StoreUnavailableError",
     "StoredSession",
     "UrgentWriter",
+    "check_stored_events",
+    "continues_log",
+    "decode_event_row",
+    "decode_event_rows",
     "decode_frozen",
     "gc_paused",
     "is_urgent",
     "loads_strict",
     "serve_session_store",
+    "sound_prefix",
     "title_of",
 ]

@@ -14,16 +14,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Final, NoReturn
+from typing import Any, Final
 
 import attrs
 import orjson
 
-from dsh_core import EventDataError, FrozenDict, SessionEvent, SessionMeta
-from dsh_core.persistence import decode_frozen, gc_paused, title_of
-from dsh_core.session_log import CheckedLog, TurnStartEvent, UserMessageEvent, check_log
-
-from ._errors import SessionCorruptError
+from dsh_core import SessionEvent
+from dsh_core.persistence import check_stored_events as check_events
+from dsh_core.persistence import decode_event_row as decode_event
+from dsh_core.persistence import decode_event_rows as decode_rows
+from dsh_core.persistence import gc_paused, sound_prefix, title_of
+from dsh_core.session_log import TurnStartEvent, UserMessageEvent
 
 __all__ = [
     "Batch",
@@ -112,88 +113,3 @@ def summarize(events: Sequence[SessionEvent], *, want_title: bool = True) -> tup
 def _title(event: SessionEvent) -> str | None:
     title = title_of(event)
     return None if title is None else title.replace("\x00", "\ufffd")  # a text column holds no NUL
-
-
-_decode: Final = decode_frozen
-
-
-def decode_rows(session_id: str, rows: Iterable[tuple[Any, ...]]) -> list[SessionEvent]:
-    """The events of ``rows`` (``seq, type, time, data`` text), which must number 0, 1, 2, ...
-
-    :raises SessionCorruptError: a gap or a malformed row, naming the session and the seq.
-    """
-    events: list[SessionEvent] = []
-    append = events.append
-    with gc_paused():
-        for index, (seq, kind, time, text) in enumerate(rows):
-            if seq != index:
-                _corrupt(session_id, index, f"the stored seqs jump from {index - 1} to {seq}")
-            append(decode_event(session_id, seq, kind, time, text))
-    return events
-
-
-def decode_event(session_id: str, seq: int, kind: str, time: float, text: str) -> SessionEvent:
-    """One stored row as an event. :raises SessionCorruptError: naming the session and the seq."""
-    try:
-        data = _decode(text)
-    except ValueError as exc:
-        _corrupt(session_id, seq, f"its data is not JSON ({exc})")
-    if type(data) is not FrozenDict:
-        _corrupt(session_id, seq, "its data is not a JSON object")
-    try:
-        return SessionEvent(kind, seq, time, data)
-    except (TypeError, ValueError) as exc:
-        _corrupt(session_id, seq, str(exc))
-
-
-def check_events(session_id: str, meta: SessionMeta, events: Sequence[SessionEvent]) -> CheckedLog:
-    """Every event through the checks of ``session.append`` (data rules, turns, surfaces), in order.
-
-    Returns what ``check_log`` returned, for the resume's ``prepare`` (so no event is checked twice).
-
-    :raises SessionCorruptError: for the first event refused, naming its seq, type and field.
-    """
-    try:
-        return check_log(session_id, meta, events)
-    except EventDataError as exc:
-        seq = exc.seq if exc.seq is not None else len(events) - 1
-        _corrupt(session_id, seq, str(exc), event_type=exc.event_type, field=exc.field or None)
-
-
-def sound_prefix(
-    session_id: str, meta: SessionMeta, rows: Iterable[tuple[Any, ...]]
-) -> tuple[list[SessionEvent], SessionCorruptError | None]:
-    """The events before the first row ``read`` refuses, and why it refuses it (``None``: all sound).
-
-    What ``repair`` keeps: rows are decoded in seq order up to the first gap or malformed row, then
-    the decoded events are checked as ``session.append`` would; the cut is at the first refusal.
-    """
-    events: list[SessionEvent] = []
-    problem: SessionCorruptError | None = None
-    with gc_paused():
-        for index, (seq, kind, time, text) in enumerate(rows):
-            try:
-                if seq != index:
-                    _corrupt(session_id, index, f"the stored seqs jump from {index - 1} to {seq}")
-                events.append(decode_event(session_id, seq, kind, time, text))
-            except SessionCorruptError as exc:
-                problem = exc
-                break
-    try:
-        check_events(session_id, meta, events)
-    except SessionCorruptError as exc:
-        del events[exc.seq :]
-        problem = exc
-    return events, problem
-
-
-def _corrupt(
-    session_id: str, seq: int, problem: str, *, event_type: str | None = None, field: str | None = None
-) -> NoReturn:
-    msg = (
-        f"session {session_id!r}: event {seq} cannot be read: {problem}; the stored log is damaged, so "
-        f"it is not repaired automatically and nothing was changed. Fix that row of dsh_events by hand, "
-        f"cut the log before it with `dsh sessions repair <id>` (which keeps the rows it drops in "
-        f"dsh_damaged), or delete the session"
-    )
-    raise SessionCorruptError(msg, session_id=session_id, seq=seq, event_type=event_type, field=field)

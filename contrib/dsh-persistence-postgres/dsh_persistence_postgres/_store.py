@@ -27,7 +27,7 @@ import attrs
 import psycopg
 
 from dsh_core import SessionEvent, SessionMeta, StoredLogError, repair_events
-from dsh_core.persistence import BatchWriter, UrgentWriter, is_urgent
+from dsh_core.persistence import BatchWriter, UrgentWriter, continues_log, is_urgent
 
 from ._codec import check_events, encode_line, encoded
 from ._database import Claim, Database, not_found
@@ -335,7 +335,7 @@ class PostgresSessionStore:
         session_id = session.id
         if reservation is not None:
             count, last = reservation.claim.count, reservation.last
-            if not self._continues(snapshot, count, last):
+            if not continues_log(snapshot, count, last):
                 self._owners.release_soon(session_id)
                 raise self._conflict(session_id, count)
             return reservation.claim
@@ -349,7 +349,7 @@ class PostgresSessionStore:
             if isinstance(created, Claim):
                 return created
             count, last = created
-            if not self._continues(snapshot, count, last):
+            if not continues_log(snapshot, count, last):
                 raise self._conflict(session_id, count)
             claim = await self._run(self._db.claim, session_id)
             if claim is None:  # deleted meanwhile: impossible while we hold the lock
@@ -358,10 +358,6 @@ class PostgresSessionStore:
         except BaseException:
             await self._owners.release(session_id)
             raise
-
-    @staticmethod
-    def _continues(snapshot: Sequence[SessionEvent], count: int, last: SessionEvent | None) -> bool:
-        return count <= len(snapshot) and (last is None or snapshot[count - 1] == last)
 
     def _conflict(self, session_id: str, count: int) -> SessionConflictError:
         msg = (

@@ -39,16 +39,21 @@ from dsh_core.persistence import (
     StoredSession,
     StoreUnavailableError,
     UrgentWriter,
+    check_stored_events,
+    continues_log,
+    decode_event_row,
+    decode_event_rows,
     gc_paused,
     is_urgent,
     loads_strict,
+    sound_prefix,
     title_of,
 )
 from dsh_core.session_log import TurnStartEvent, UserMessageEvent
 
 from ._database import Claim, Database, holder_text, not_found
 from ._owners import Owners
-from ._rows import check_events, decode_event, decode_rows, encode_row, sound_prefix, turns_in
+from ._rows import encode_row, turns_in
 from ._writer import Journal
 
 if TYPE_CHECKING:
@@ -201,8 +206,8 @@ class SqliteSessionStore:
         if stored is None:
             raise not_found(session_id, self._db.path)
         meta = self._meta(session_id, stored.meta)
-        events = decode_rows(session_id, stored.rows)
-        checked = check_events(session_id, meta, events)
+        events = decode_event_rows(session_id, stored.rows)
+        checked = check_stored_events(session_id, meta, events)
         try:
             repaired = tuple(repair_events(events))
         except StoredLogError as exc:
@@ -347,7 +352,7 @@ class SqliteSessionStore:
         session_id = session.id
         if reservation is not None:
             count, last = reservation.claim.count, reservation.last
-            if not _continues(snapshot, count, last):
+            if not continues_log(snapshot, count, last):
                 self._owners.release(session_id)
                 raise self._conflict(session_id, count)
             return reservation.claim
@@ -373,8 +378,8 @@ class SqliteSessionStore:
                 return created
             count = created
             last_row = await self._run(self._db.last_row, session_id, count)
-            last = decode_event(session_id, *last_row) if last_row is not None else None
-            if not _continues(snapshot, count, last):
+            last = decode_event_row(session_id, *last_row) if last_row is not None else None
+            if not continues_log(snapshot, count, last):
                 raise self._conflict(session_id, count)
             claim = await self._run(self._db.claim, session_id)
             if claim is None:  # deleted meanwhile: impossible while we hold the lock
@@ -460,10 +465,6 @@ class SqliteSessionStore:
 
     def __repr__(self) -> str:
         return f"<SqliteSessionStore {str(self._db.path)!r} following={len(self._followed)}>"
-
-
-def _continues(snapshot: Sequence[SessionEvent], count: int, last: SessionEvent | None) -> bool:
-    return count <= len(snapshot) and (last is None or snapshot[count - 1] == last)
 
 
 def _dumps(value: object) -> str:
