@@ -52,7 +52,7 @@ class KitStore:
 
     def child_args(self) -> list[str]:
         """The arguments every child script takes first: plugin path, plugin name, table as JSON."""
-        return [self.plugin_path, self.name, json.dumps(dict(self.table))]
+        return [self.plugin_path, self.name, json.dumps(dict(self.table), default=str)]  # a Path as its text
 
     @asynccontextmanager
     async def harness(
