@@ -6,8 +6,9 @@ import pytest
 from dsh_budget import BudgetPlugin
 from dsh_cli._usage import Usage, prices_from
 
-from dsh_core import AgentOptions, Harness
-from dsh_core.llm import Prices, Usage as StepUsage
+from dsh_core import AgentOptions, Harness, SessionEvent
+from dsh_core.llm import Prices
+from dsh_core.llm import Usage as StepUsage
 from dsh_core.testing import ScriptedModel
 
 pytestmark = pytest.mark.anyio
@@ -54,9 +55,8 @@ async def test_a_sub_agents_usage_record_counts_for_the_session() -> None:
     """budget/subagent-usage records add their tokens and cost."""
     events, _ = await _log(Prices(input=1.0, output=10.0))
     usage = Usage.from_events(events, lambda model: Prices(input=1.0, output=10.0))
-    from dsh_core import SessionEvent
-
-    record = SessionEvent("budget/subagent-usage", len(events), 0.0, {"turn": 2, "session_id": "c", "tokens": 500, "cost": 0.5})
+    data = {"turn": 2, "session_id": "c", "tokens": 500, "cost": 0.5}
+    record = SessionEvent("budget/subagent-usage", len(events), 0.0, data)
     usage.observe(record)
     assert usage.session.tokens == 3300 + 500
     assert usage.session.cost == pytest.approx(0.506)
