@@ -345,8 +345,11 @@ class BudgetPlugin:
 
     def turn_stop(self, agent: Agent) -> ContinuationStop | None:
         """After every step: report a sub-agent's usage upwards, then stop at the first limit reached."""
-        account = self._account(agent)
+        account = self._accounts.get(agent)
+        if account is None:
+            account = self._account(agent)
         tally = account.tally
+        tally.read(account.events)
         if account.is_subagent:
             self._report(account)
         limits = self._limits
