@@ -14,11 +14,11 @@ Where each limit acts:
 - ``agent/turn-end``: ``budget/usage {turn, tokens, cost}`` is logged in the turn.
 
 Sub-agents: a session whose ``meta.parent_id`` names a live agent and whose ``meta.extra.depth`` is
-at least 1 (what the ``subagents`` plugin writes) is a sub-agent; a fork, which names a parent
-too, spends on its own account. After each of its
-steps it appends ``budget/subagent-usage`` to every live ancestor's log, so its usage counts
-against their session limits (and turn limits), durably; and its own checks include its
-ancestors' session limits, so a ``task`` tool cannot be used to escape a budget.
+at least 1 (what the ``subagents`` plugin writes) is a sub-agent; a fork, which names a parent too,
+spends on its own account. After each of its steps a sub-agent appends ``budget/subagent-usage`` to
+every live ancestor's log, so its usage counts against their session limits (and turn limits),
+durably; and its own checks include its ancestors' session limits, so a ``task`` tool cannot be
+used to escape a budget.
 """
 
 from __future__ import annotations
@@ -345,8 +345,11 @@ class BudgetPlugin:
 
     def turn_stop(self, agent: Agent) -> ContinuationStop | None:
         """After every step: report a sub-agent's usage upwards, then stop at the first limit reached."""
-        account = self._account(agent)
+        account = self._accounts.get(agent)
+        if account is None:
+            account = self._account(agent)
         tally = account.tally
+        tally.read(account.events)
         if account.is_subagent:
             self._report(account)
         limits = self._limits

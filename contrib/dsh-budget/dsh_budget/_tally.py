@@ -90,9 +90,10 @@ class Tally:
         if index >= stop:
             return
         self._read = stop
+        chunk = _CHUNK
         for event in events[index:stop]:  # one slice: indexing the log's view event by event costs more
             kind = event.type
-            if kind == _CHUNK:  # most events are chunks: out of the way first
+            if kind is chunk:  # most events are chunks: out of the way first (the loop's own string)
                 continue
             if kind == _ASSISTANT:
                 self._reply(event)

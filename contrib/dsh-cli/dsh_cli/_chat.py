@@ -164,7 +164,8 @@ class ChatController:
 
         self.handle = await open_agent(self.ctx, model=self.model, cwd=self.cwd, resume=resume, setup=setup)
         session = self.handle.agent.session
-        self.usage = Usage.from_events(session.events, self.prices_of)
+        # what this session spent: a fork's inherited events (its seed) were spent by another one
+        self.usage = Usage.from_events(session.events[session.meta.seed_length :], self.prices_of)
         if resume is not None:
             self._print_history(tuple(session.events))
         cwd = session.meta.cwd or str(self.cwd)

@@ -7,7 +7,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import PurePath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import importlib_metadata
@@ -21,6 +21,9 @@ from ._config import EffectiveConfig
 from ._render import format_tokens
 from ._sanitize import clean_line
 from ._stdout import output_console
+
+if TYPE_CHECKING:
+    from dsh_core import Context
 
 __all__ = [
     "config_command",
@@ -202,15 +205,24 @@ def _print_toml(config: EffectiveConfig, rows: list[tuple[str, Any, str]]) -> No
             console.print(line, soft_wrap=True)  # never wrapped: every line stays one TOML line
 
 
+def _price_text(ctx: Context, model: str) -> str:
+    """``0.15 / 0.60``: the model's prices per million input and output tokens (``ModelInfo.prices``), or ``-``."""
+    try:
+        prices = ctx.llm.model_info(model).prices
+    except (LookupError, TypeError, ValueError):
+        prices = None
+    return "-" if prices is None else f"{prices.input:.2f} / {prices.output:.2f}"
+
+
 async def models_command(config: EffectiveConfig) -> int:
     """Print the providers with an adapter and the models each is configured with (``*``: the default)."""
     from ._launch import api_key_env, open_harness
 
     console = output_console()
     table = Table(show_edge=False, pad_edge=False, box=None)
-    for column in ("", "model", "context", "max output", "API key"):
+    for column in ("", "model", "context", "max output", "price in / out", "API key"):
         table.add_column(
-            column, no_wrap=True, justify="right" if column in ("context", "max output") else "left"
+            column, no_wrap=True, justify="right" if column in ("context", "max output", "price in / out") else "left"
         )
     default = config.model
     async with open_harness(config) as ctx:
@@ -224,7 +236,7 @@ async def models_command(config: EffectiveConfig) -> int:
             )
             models = getattr(adapter, "models", None)
             if not isinstance(models, Mapping) or not models:
-                table.add_row("", Text(f"{provider}/…"), "-", "-", Text(key))
+                table.add_row("", Text(f"{provider}/…"), "-", "-", "-", Text(key))
                 continue
             for name, info in sorted(models.items()):
                 ident = f"{provider}/{name}"
@@ -233,6 +245,7 @@ async def models_command(config: EffectiveConfig) -> int:
                     Text(clean_line(ident)),
                     format_tokens(int(info.context_window)),
                     format_tokens(int(info.max_output_tokens)),
+                    _price_text(ctx, ident),
                     Text(key),
                 )
     console.print(table)

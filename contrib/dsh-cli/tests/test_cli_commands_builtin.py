@@ -22,14 +22,15 @@ def test_version(tmp_path: Path, dsh_env: dict[str, str]) -> None:
 def test_models_lists_providers_models_and_windows(
     project: Path, llm: FakeLlm, dsh_env: dict[str, str]
 ) -> None:
-    """`dsh models`: each configured model with its context window and output limit, the default marked."""
+    """`dsh models`: each configured model with its context window, output limit and prices, the default marked."""
     done = run_dsh("models", cwd=project, env=dsh_env)
     assert done.returncode == 0, done.stderr
     line = next(line for line in done.stdout.splitlines() if "local/fake" in line)
-    assert line.split()[:4] == ["*", "local/fake", "32k", "4.1k"]
+    assert line.split()[:5] == ["*", "local/fake", "32k", "4.1k", "-"]  # no price known
     assert "not needed" in line
-    builtin = next(line for line in done.stdout.splitlines() if "deepseek/" in line)
+    builtin = next(line for line in done.stdout.splitlines() if "deepseek/deepseek-v4-flash" in line)
     assert "DEEPSEEK_API_KEY (not set)" in builtin
+    assert "0.15 / 0.60" in builtin  # the model table's price per million tokens
 
 
 def _complete(script: str, *words: str) -> list[str]:
