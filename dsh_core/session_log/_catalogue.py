@@ -513,6 +513,15 @@ class ToolCallEvent(_CoreEvent):
         return event
 
 
+def _spill_record(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    size = value.get("bytes") if isinstance(value, FrozenDict) else None
+    if not (isinstance(value, FrozenDict) and type(value.get("locator")) is str and type(size) is int and size >= 0):
+        msg = f"spilled: expected {{locator: str, bytes: int >= 0}}, got {value!r}"
+        raise ValueError(msg)
+
+
 @log_event("tool/result", visible=True, in_turn=True)
 @attrs.frozen(kw_only=True)
 class ToolResultEvent(_CoreEvent):
@@ -528,6 +537,9 @@ class ToolResultEvent(_CoreEvent):
     error_code: ToolErrorCode | None = attrs.field(
         default=None, validator=_one_of(_ERROR_CODES, optional=True), metadata=_OMIT
     )
+    #: ``{locator, bytes}`` when the full output was stored aside and ``message`` holds a preview
+    #: (the ``spill`` plugin: the ``ToolResult``'s ``metadata["spilled"]``); absent otherwise
+    spilled: FrozenDict | None = attrs.field(default=None, validator=_spill_record, metadata=_OMIT)
     surface: SurfaceOp = attrs.field(default=_APPEND, validator=_is(SurfaceOp), metadata=_OMIT)
 
     @classmethod
@@ -541,6 +553,7 @@ class ToolResultEvent(_CoreEvent):
         _set_result_step(event, step)
         _set_result_message(event, message)
         _set_result_code(event, error_code)
+        _set_result_spilled(event, None)
         _set_result_surface(event, _APPEND)
         return event
 
@@ -558,9 +571,14 @@ _set_start_turn, _set_start_step = slot_setters(StepStartEvent)
     _set_reply_surface,
 ) = slot_setters(AssistantMessageEvent)
 _set_call_turn, _set_call_step, _set_call_id, _set_call_name, _set_call_arguments = slot_setters(ToolCallEvent)
-_set_result_turn, _set_result_step, _set_result_message, _set_result_code, _set_result_surface = slot_setters(
-    ToolResultEvent
-)
+(
+    _set_result_turn,
+    _set_result_step,
+    _set_result_message,
+    _set_result_code,
+    _set_result_spilled,
+    _set_result_surface,
+) = slot_setters(ToolResultEvent)
 
 
 # ---------------------------------------------------------------------- derived sets
