@@ -241,7 +241,11 @@ async def test_a_job_in_the_real_sandbox_is_confined_and_killed_whole(ws: Path) 
     config = {"plugins": {"permissions": {"mode": "workspace-write", "sandbox": "required"}}}
     plugins = [PermissionsPlugin(), WorkspacePlugin(), JobsPlugin()]
     os.mkfifo(ws / "up.fifo")
-    command = "grep CapEff /proc/self/status; sleep 987654.3 & echo up > up.fifo; wait"
+    # "up" only once the child has exec'd sleep, so that the test finds it by its command line
+    command = (
+        "grep CapEff /proc/self/status; sleep 987654.3 & "
+        "until grep -q 987654 /proc/$!/cmdline; do :; done; echo up > up.fifo; wait"
+    )
     async with Harness(config=config, plugins=plugins, autoload=False) as ctx:
         status = await ctx.sandbox.status()
         async with await _agent(ctx, ws) as handle:
