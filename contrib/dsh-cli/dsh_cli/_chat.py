@@ -55,6 +55,7 @@ from ._render import (
 )
 from ._screen import ChatScreen, file_history
 from ._sessions import print_history, stored_sessions
+from ._todo_list import TodoChecklist
 from ._usage import Usage, price_of
 
 if TYPE_CHECKING:
@@ -496,6 +497,7 @@ async def chat_command(config: EffectiveConfig, *, cwd: Path, resume: str | None
     async with open_harness(config, plugins=[CliPlugin(approval)]) as ctx:
         check_model(ctx, config.model, config)
         chat = ChatController(ctx, config, cwd=cwd, screen=screen)
+        screen.above = TodoChecklist(lambda: chat.handle.agent.session if chat and chat.handle else None).lines
         with patch_stdout(raw=True):
             screen.print(
                 Text.assemble(

@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import attrs
-import yaml
 
 __all__ = ["Skill", "SkillFileError", "discover", "read_skill", "skill_roots"]
 
@@ -72,6 +71,8 @@ def read_skill(path: Path) -> Skill:
     if end is None:
         msg = f"{path}: the front matter is not closed by a '---' line"
         raise SkillFileError(msg)
+    import yaml  # only when a skill is read: starting the harness imports no YAML parser
+
     try:
         front = yaml.safe_load("".join(lines[1:end]))
     except yaml.YAMLError as exc:

@@ -5,11 +5,11 @@ provider that another plugin supplies as the ``web_search`` service (a ``WebSear
 with none loaded the tool is absent.
 """
 
+from ._addresses import BlockedAddressError as BlockedAddressError
 from ._addresses import blocked_reason as blocked_reason
 from ._plugin import WebConfig as WebConfig
 from ._plugin import WebPlugin as WebPlugin
 from ._search import SearchHit as SearchHit
 from ._search import WebSearchProvider as WebSearchProvider
-from ._transport import BlockedAddressError as BlockedAddressError
 
 __all__ = ["BlockedAddressError", "SearchHit", "WebConfig", "WebPlugin", "WebSearchProvider", "blocked_reason"]

@@ -10,9 +10,19 @@ by that IPv4 address too.
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import TypeAlias
 
-__all__ = ["HostAllowList", "blocked_reason", "normal_host"]
+from dsh_core import ToolError
+
+__all__ = ["BlockedAddressError", "HostAllowList", "Resolver", "blocked_reason", "normal_host"]
+
+#: Resolves a host name (or an IP literal) and port to the IP addresses to connect to.
+Resolver: TypeAlias = Callable[[str, int], Awaitable[Sequence[str]]]
+
+
+class BlockedAddressError(ToolError):
+    """``web_fetch`` refused to connect: the host resolves to an address that is not public."""
 
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 #: cloud metadata services, named in the refusal so that the reason is plain

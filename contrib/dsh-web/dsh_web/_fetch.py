@@ -14,8 +14,6 @@ import httpx
 
 from dsh_core import ToolError
 
-from ._markdown import html_to_markdown
-
 __all__ = ["FetchLimits", "Fetched", "fetch"]
 
 _SCHEMES = ("http", "https")
@@ -161,6 +159,8 @@ async def _read(response: httpx.Response, url: str, limits: FetchLimits) -> Fetc
     except LookupError:
         text = raw.decode("utf-8", errors="replace")
     if kind in _HTML or (not kind and text.lstrip()[:15].lower().startswith(("<!doctype html", "<html"))):
+        from ._markdown import html_to_markdown  # BeautifulSoup and markdownify: only when a page is HTML
+
         text = await anyio.to_thread.run_sync(html_to_markdown, text)
     return Fetched(
         url=url, status=response.status_code, content_type=kind or "unknown", text=text, truncated_body=truncated

@@ -6,16 +6,15 @@ import json
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import attrs
-import httpx
 
 from dsh_core import ToolError, tool
 
-from ._addresses import HostAllowList
-from ._fetch import FetchLimits, fetch
+from ._addresses import HostAllowList, Resolver
 from ._search import SEARCH_SERVICE, SearchHit, WebSearchProvider
-from ._transport import GuardedBackend, GuardedTransport, Resolver, system_resolver
 
 if TYPE_CHECKING:
+    import httpx
+
     from dsh_core import Context
 
 __all__ = ["WebConfig", "WebPlugin"]
@@ -70,22 +69,34 @@ class WebPlugin:
     Config = WebConfig
 
     def __init__(self, *, resolver: Resolver | None = None) -> None:
-        self._resolver = resolver or system_resolver
+        self._resolver = resolver
+        self._client: httpx.AsyncClient | None = None
+
+    def _client_for(self, config: WebConfig) -> httpx.AsyncClient:
+        """The plugin's client, made at the first fetch: starting the harness imports no httpx."""
+        if self._client is None:
+            import httpx
+
+            from ._transport import GuardedBackend, GuardedTransport, system_resolver
+
+            backend = GuardedBackend(HostAllowList(config.allowed_hosts), self._resolver or system_resolver)
+            self._client = httpx.AsyncClient(
+                transport=GuardedTransport(backend),
+                follow_redirects=False,  # followed one hop at a time, each checked
+                trust_env=False,  # no proxy from the environment: it would connect for us, unchecked
+                timeout=httpx.Timeout(config.timeout),
+                headers={"user-agent": config.user_agent, "accept": "text/html, text/*;q=0.9, */*;q=0.5"},
+            )
+        return self._client
+
+    async def _close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
 
     def start(self, ctx: Context) -> None:
         config = ctx.config if isinstance(ctx.config, WebConfig) else WebConfig()
-        backend = GuardedBackend(HostAllowList(config.allowed_hosts), self._resolver)
-        client = httpx.AsyncClient(
-            transport=GuardedTransport(backend),
-            follow_redirects=False,  # followed one hop at a time, each checked
-            trust_env=False,  # no proxy from the environment: it would connect for us, unchecked
-            timeout=httpx.Timeout(config.timeout),
-            headers={"user-agent": config.user_agent, "accept": "text/html, text/*;q=0.9, */*;q=0.5"},
-        )
-        ctx.effect(client.aclose)
-        limits = FetchLimits(
-            timeout=config.timeout, max_bytes=config.max_body_bytes, max_redirects=config.max_redirects
-        )
+        ctx.effect(self._close)
 
         @tool
         async def web_fetch(url: str, max_chars: Annotated[int, {"minimum": 1}] = DEFAULT_MAX_CHARS) -> str:
@@ -97,7 +108,12 @@ class WebPlugin:
                 url: the absolute URL, e.g. 'https://docs.python.org/3/library/json.html'
                 max_chars: characters of text to return at most (default 50000)
             """
-            found = await fetch(client, url, limits)
+            from ._fetch import FetchLimits, fetch
+
+            limits = FetchLimits(
+                timeout=config.timeout, max_bytes=config.max_body_bytes, max_redirects=config.max_redirects
+            )
+            found = await fetch(self._client_for(config), url, limits)
             text = found.text
             if found.status >= 400:
                 msg = f"{found.url} answered HTTP {found.status}:\n{text[:_ERROR_PAGE_CHARS]}"

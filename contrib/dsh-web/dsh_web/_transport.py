@@ -13,8 +13,8 @@ from __future__ import annotations
 import ipaddress
 import socket
 import ssl
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from typing import Any, TypeAlias
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
 
 import anyio
 import httpcore
@@ -22,17 +22,9 @@ import httpx
 
 from dsh_core import ToolError
 
-from ._addresses import HostAllowList, blocked_reason, normal_host
+from ._addresses import BlockedAddressError, HostAllowList, Resolver, blocked_reason, normal_host
 
-__all__ = ["BlockedAddressError", "GuardedBackend", "GuardedTransport", "Resolver", "system_resolver"]
-
-#: Resolves a host name (or an IP literal) and port to the IP addresses to connect to.
-Resolver: TypeAlias = Callable[[str, int], Awaitable[Sequence[str]]]
-
-
-class BlockedAddressError(ToolError):
-    """``web_fetch`` refused to connect: the host resolves to an address that is not public."""
-
+__all__ = ["GuardedBackend", "GuardedTransport", "system_resolver"]
 
 async def system_resolver(host: str, port: int) -> list[str]:
     """The addresses the C library's resolver gives (which reads ``2130706433`` as ``127.0.0.1``)."""
