@@ -1,0 +1,245 @@
+"""ask_user: durable questions, answered through the API or a question service, cancelled, and after a SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from dsh_persistence_jsonl import PersistencePlugin
+from dsh_questions import QuestionsPlugin
+
+from dsh_core import AgentOptions, Harness, PendingQuestion, QuestionNotPendingError, ToolExecution, hookimpl
+from dsh_core.testing import ScriptedModel
+from dsh_core.vocabulary import thaw_json
+
+pytestmark = pytest.mark.anyio
+
+MODEL = AgentOptions(model="scripted/x")
+QUESTIONS = [
+    {"id": "db", "question": "Which database?", "options": ["sqlite", "postgres"]},
+    {"id": "extras", "question": "Which extras?", "options": ["cache", "search"], "multi_select": True},
+    {"id": "name", "question": "What should the service be called?"},
+]
+ANSWERS = {"db": "postgres", "extras": ["cache", "search"], "name": "widgets"}
+
+
+def _results(events: Any) -> list[Any]:
+    return [event for event in events if event.type == "tool/result"]
+
+
+def _text(event: Any) -> str:
+    return "".join(block["text"] for block in event.data["message"]["content"])
+
+
+class _AskedWatch:
+    """Agent-scoped listener: sets ``asked`` when a ``question/asked`` is appended."""
+
+    def __init__(self) -> None:
+        self.asked = anyio.Event()
+
+    @hookimpl
+    def dsh_session_event(self, event: Any) -> None:
+        if event.type == "question/asked":
+            self.asked.set()
+
+
+async def _wait_pending(agent: Any, watch: _AskedWatch) -> tuple[PendingQuestion, ...]:
+    """The agent's pending questions, once its question/asked is in the log."""
+    with anyio.fail_after(10):
+        await watch.asked.wait()
+    return agent.pending_questions()
+
+
+async def test_the_api_answers_a_waiting_question() -> None:
+    """question/asked is logged first; answer_question wakes the call; the result is {"answers": ...}."""
+    model = ScriptedModel([ScriptedModel.tool_call("ask_user", {"questions": QUESTIONS}), ScriptedModel.text("thanks")])
+    async with Harness(plugins=[QuestionsPlugin()], autoload=False) as ctx:
+        ctx.llm.register_adapter("scripted", model)
+        async with await ctx.agents.create("asker", agent_options=MODEL) as handle:
+            agent = handle.agent
+            watch = _AskedWatch()
+            agent.ctx.register_plugin(watch)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(agent.run, "set it up")
+                (pending,) = await _wait_pending(agent, watch)
+                assert pending.call_id == "call_1"
+                assert [dict(q) for q in thaw_json(pending.questions)] == QUESTIONS
+                with pytest.raises(ValueError, match="answers leave questions unanswered: name"):
+                    await agent.answer_question("call_1", {"db": "sqlite", "extras": []})
+                with pytest.raises(ValueError, match="not asked: color"):
+                    await agent.answer_question("call_1", {**ANSWERS, "color": "red"})
+                with pytest.raises(ValueError, match=r"answers\['db'\] must be a str"):
+                    await agent.answer_question("call_1", {**ANSWERS, "db": ["a", "b"]})
+                with pytest.raises(TypeError, match="answers must be a mapping"):
+                    await agent.answer_question("call_1", ["postgres"])  # type: ignore[arg-type]
+                assert agent.pending_questions() == (pending,)  # refused answers leave it pending
+                event = await agent.answer_question("call_1", ANSWERS, by="serve")
+                assert event.type == "question/answered"
+                with pytest.raises(QuestionNotPendingError, match="already answered"):
+                    await agent.answer_question("call_1", ANSWERS)
+                with pytest.raises(LookupError, match="never requested"):
+                    await agent.answer_question("call_9", ANSWERS)
+            events = agent.session.events
+    types = [event.type for event in events]
+    asked, answered = types.index("question/asked"), types.index("question/answered")
+    assert types.index("tool/call") < asked < answered < types.index("tool/result")
+    assert thaw_json(events[asked].data) == {"call_id": "call_1", "questions": QUESTIONS}
+    assert thaw_json(events[answered].data) == {"call_id": "call_1", "answers": ANSWERS, "by": "serve"}
+    (result,) = _results(events)
+    assert json.loads(_text(result)) == {"answers": ANSWERS}
+    assert agent.pending_questions() == ()
+
+
+async def test_cancel_ends_a_waiting_question() -> None:
+    model = ScriptedModel([ScriptedModel.tool_call("ask_user", {"questions": QUESTIONS[:1]})])
+    async with Harness(plugins=[QuestionsPlugin()], autoload=False) as ctx:
+        ctx.llm.register_adapter("scripted", model)
+        async with await ctx.agents.create("asker", agent_options=MODEL) as handle:
+            agent = handle.agent
+            watch = _AskedWatch()
+            agent.ctx.register_plugin(watch)
+            async with anyio.create_task_group() as tg:
+                outcomes: list[Any] = []
+
+                async def run() -> None:
+                    outcomes.append(await agent.run("ask"))
+
+                tg.start_soon(run)
+                await _wait_pending(agent, watch)
+                agent.cancel()
+            assert outcomes[0].kind == "aborted"
+            answered = [e for e in agent.session.events if e.type == "question/answered"]
+            assert thaw_json(answered[0].data) == {"call_id": "call_1", "answers": {}, "by": "cancel"}
+            assert _results(agent.session.events)[0].data["error_code"] == "ABORTED"
+            assert agent.pending_questions() == ()
+
+
+class Chooser:
+    """A ``question`` service: answers with what it was given, or says nobody can be asked (``None``)."""
+
+    name = "chooser"
+    provides = ("question",)
+    question_by = "cli"
+
+    def __init__(self, answers: dict[str, Any] | None) -> None:
+        self.answers = answers
+        self.asked: list[PendingQuestion] = []
+
+    def start(self, ctx: Any) -> None:
+        ctx.provide("question", self)
+
+    async def ask(self, execution: ToolExecution, question: PendingQuestion) -> dict[str, Any] | None:
+        self.asked.append(question)
+        return self.answers
+
+
+@pytest.mark.parametrize("answers", [ANSWERS, None])
+async def test_a_question_service_answers_or_says_nobody_can_be_asked(answers: dict[str, Any] | None) -> None:
+    chooser = Chooser(answers)
+    model = ScriptedModel([ScriptedModel.tool_call("ask_user", {"questions": QUESTIONS}), ScriptedModel.text("ok")])
+    async with Harness(plugins=[chooser, QuestionsPlugin()], autoload=False) as ctx:
+        ctx.llm.register_adapter("scripted", model)
+        async with await ctx.agents.create("asker", agent_options=MODEL) as handle:
+            await handle.agent.run("ask")
+            events = handle.agent.session.events
+    (asked,) = chooser.asked
+    assert asked.call_id == "call_1"
+    (result,) = _results(events)
+    (answered,) = [e for e in events if e.type == "question/answered"]
+    if answers is None:
+        assert result.data["error_code"] == "TOOL_ERROR"
+        assert "nobody can be asked here" in _text(result)
+        assert answered.data["by"] == "unavailable"
+    else:
+        assert json.loads(_text(result)) == {"answers": ANSWERS}
+        assert answered.data["by"] == "cli"
+
+
+async def test_malformed_questions_are_the_models_error() -> None:
+    bad = [{"id": "a", "question": "x?"}, {"id": "a", "question": "y?"}]
+    model = ScriptedModel([ScriptedModel.tool_call("ask_user", {"questions": bad}), ScriptedModel.text("ok")])
+    async with Harness(plugins=[QuestionsPlugin()], autoload=False) as ctx:
+        ctx.llm.register_adapter("scripted", model)
+        async with await ctx.agents.create("asker", agent_options=MODEL) as handle:
+            await handle.agent.run("ask")
+            (result,) = _results(handle.agent.session.events)
+            assert result.data["error_code"] == "TOOL_ERROR"
+            assert "questions[1].id 'a' is used twice" in _text(result)
+            assert not [e for e in handle.agent.session.events if e.type == "question/asked"]
+
+
+#: a process whose agent asks, and whose question service signals READY once asked, then hangs
+DOOMED = textwrap.dedent(
+    """
+    import json, sys
+    import anyio
+    from dsh_core import AgentOptions, Harness
+    from dsh_core.testing import ScriptedModel
+    from dsh_persistence_jsonl import PersistencePlugin
+    from dsh_questions import QuestionsPlugin
+
+    class Stuck:
+        name = "stuck"
+        provides = ("question",)
+        def start(self, ctx):
+            ctx.provide("question", self)
+        async def ask(self, execution, question):
+            print("READY", flush=True)  # asked only once question/asked is durable
+            await anyio.sleep_forever()
+
+    async def main(root: str, questions: str) -> None:
+        config = {"plugins": {"persistence-jsonl": {"root": root}}}
+        model = ScriptedModel([ScriptedModel.tool_call("ask_user", {"questions": json.loads(questions)})])
+        plugins = [PersistencePlugin(), Stuck(), QuestionsPlugin()]
+        async with Harness(config=config, plugins=plugins, autoload=False) as ctx:
+            ctx.llm.register_adapter("scripted", model)
+            handle = await ctx.agents.create("doomed", agent_options=AgentOptions(model="scripted/x"))
+            await handle.agent.run("ask, then die")
+
+    anyio.run(main, sys.argv[1], sys.argv[2])
+    """
+)
+
+
+async def run_until_killed(script: str, *args: str) -> None:
+    """Run ``script`` in a fresh interpreter until it prints READY, then SIGKILL it."""
+    async with await anyio.open_process(
+        [sys.executable, "-c", script, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as process:
+        assert process.stdout is not None
+        seen = b""
+        with anyio.fail_after(30):
+            async for chunk in process.stdout:
+                seen += chunk
+                if b"READY\n" in seen:
+                    break
+        assert b"READY\n" in seen, seen
+        process.kill()
+        assert await process.wait() == -9
+
+
+async def test_a_pending_question_survives_a_sigkill_and_its_answer_reaches_the_model(tmp_path: Path) -> None:
+    """After a SIGKILL the question is still pending; answering it sends the answers to the agent."""
+    await run_until_killed(DOOMED, str(tmp_path), json.dumps(QUESTIONS))
+    model = ScriptedModel([ScriptedModel.text("Setting up postgres with cache and search.")])
+    config = {"plugins": {"persistence-jsonl": {"root": str(tmp_path)}}}
+    async with Harness(config=config, plugins=[PersistencePlugin(), QuestionsPlugin()], autoload=False) as ctx:
+        ctx.llm.register_adapter("scripted", model)
+        async with await ctx.agents.resume("doomed", agent_options=MODEL) as handle:
+            agent = handle.agent
+            (pending,) = agent.pending_questions()
+            assert pending.call_id == "call_1"
+            assert [dict(q) for q in thaw_json(pending.questions)] == QUESTIONS
+            await agent.answer_question("call_1", ANSWERS, by="api")
+            await agent.when_idle()
+            assert agent.pending_questions() == ()
+    (request,) = model.requests
+    prompt = request.messages[-1].content[0].text
+    assert prompt.startswith("The user answered the questions you asked with ask_user (call call_1)")
+    assert json.dumps(ANSWERS) in prompt
