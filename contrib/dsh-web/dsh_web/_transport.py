@@ -65,7 +65,7 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         for address in addresses:
             reason = blocked_reason(ipaddress.ip_address(address))
             if reason is not None:
-                where = name if name == address else f"{name!r}: it resolves to {address}, and"
+                where = name if name == address else f"{name!r} (it resolves to {address})"
                 msg = (
                     f"refused to fetch from {where}: {reason}. Only public addresses may be fetched, "
                     "unless [plugins.web] allowed_hosts names the host"
