@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -15,7 +13,7 @@ from dsh_persistence_jsonl import PersistencePlugin
 from dsh_questions import QuestionsPlugin
 
 from dsh_core import AgentOptions, Harness, PendingQuestion, QuestionNotPendingError, ToolExecution, hookimpl
-from dsh_core.testing import ScriptedModel
+from dsh_core.testing import ScriptedModel, kill_when_ready
 from dsh_core.vocabulary import thaw_json
 
 pytestmark = pytest.mark.anyio
@@ -207,26 +205,9 @@ DOOMED = textwrap.dedent(
 )
 
 
-async def run_until_killed(script: str, *args: str) -> None:
-    """Run ``script`` in a fresh interpreter until it prints READY, then SIGKILL it."""
-    async with await anyio.open_process(
-        [sys.executable, "-c", script, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    ) as process:
-        assert process.stdout is not None
-        seen = b""
-        with anyio.fail_after(30):
-            async for chunk in process.stdout:
-                seen += chunk
-                if b"READY\n" in seen:
-                    break
-        assert b"READY\n" in seen, seen
-        process.kill()
-        assert await process.wait() == -9
-
-
 async def test_a_pending_question_survives_a_sigkill_and_its_answer_reaches_the_model(tmp_path: Path) -> None:
     """After a SIGKILL the question is still pending; answering it sends the answers to the agent."""
-    await run_until_killed(DOOMED, str(tmp_path), json.dumps(QUESTIONS))
+    await kill_when_ready(DOOMED, str(tmp_path), json.dumps(QUESTIONS))
     model = ScriptedModel([ScriptedModel.text("Setting up postgres with cache and search.")])
     config = {"plugins": {"persistence-jsonl": {"root": str(tmp_path)}}}
     async with Harness(config=config, plugins=[PersistencePlugin(), QuestionsPlugin()], autoload=False) as ctx:

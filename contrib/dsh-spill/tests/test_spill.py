@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from dsh_persistence_jsonl import PersistencePlugin
 from dsh_spill import SpillPlugin, SpillStored
 from dsh_workspace import WorkspacePlugin
 
 from dsh_core import AgentOptions, Harness, ToolError, ToolExecution, tool
-from dsh_core.testing import ScriptedModel, call_tool, result_text
+from dsh_core.testing import ScriptedModel, call_tool, kill_when_ready, result_text
 
 pytestmark = pytest.mark.anyio
 
@@ -237,26 +234,9 @@ DOOMED = textwrap.dedent(
 )
 
 
-async def run_until_killed(script: str, *args: str) -> None:
-    """Run ``script`` in a fresh interpreter until it prints READY, then SIGKILL it."""
-    async with await anyio.open_process(
-        [sys.executable, "-c", script, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    ) as process:
-        assert process.stdout is not None
-        seen = b""
-        with anyio.fail_after(30):
-            async for chunk in process.stdout:
-                seen += chunk
-                if b"READY\n" in seen:
-                    break
-        assert b"READY\n" in seen, seen
-        process.kill()
-        assert await process.wait() == -9
-
-
 async def test_a_spilled_output_survives_a_sigkill_and_resume(tmp_path: Path) -> None:
     """After a SIGKILL, the resumed session's read_output returns the original text exactly."""
-    await run_until_killed(DOOMED, str(tmp_path))
+    await kill_when_ready(DOOMED, str(tmp_path))
     config = {"plugins": {"persistence-jsonl": {"root": str(tmp_path)}}}
     async with Harness(config=config, plugins=[PersistencePlugin(), SpillPlugin()], autoload=False) as ctx:
         model = ScriptedModel()

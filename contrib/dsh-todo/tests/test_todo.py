@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from dsh_persistence_jsonl import PersistencePlugin
 from dsh_todo import TodoItem, TodoPlugin, TodoUpdated, todos_of
 
 from dsh_core import AgentOptions, Harness
-from dsh_core.testing import ScriptedModel
+from dsh_core.testing import ScriptedModel, kill_when_ready
 from dsh_core.vocabulary import thaw_json
 
 pytestmark = pytest.mark.anyio
@@ -158,28 +155,11 @@ DOOMED = textwrap.dedent(
 )
 
 
-async def run_until_killed(script: str, *args: str) -> None:
-    """Run ``script`` in a fresh interpreter until it prints READY, then SIGKILL it."""
-    async with await anyio.open_process(
-        [sys.executable, "-c", script, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    ) as process:
-        assert process.stdout is not None
-        seen = b""
-        with anyio.fail_after(30):
-            async for chunk in process.stdout:
-                seen += chunk
-                if b"READY\n" in seen:
-                    break
-        assert b"READY\n" in seen, seen
-        process.kill()
-        assert await process.wait() == -9
-
-
 async def test_the_list_survives_a_sigkill_and_resume(tmp_path: Path) -> None:
     """After a SIGKILL mid-turn, the resumed session has the list and offers it to the model."""
     import json
 
-    await run_until_killed(DOOMED, str(tmp_path), json.dumps(PLAN))
+    await kill_when_ready(DOOMED, str(tmp_path), json.dumps(PLAN))
     model = ScriptedModel([ScriptedModel.text("resuming the plan")])
     config = {"plugins": {"persistence-jsonl": {"root": str(tmp_path)}}}
     async with Harness(config=config, plugins=[PersistencePlugin(), TodoPlugin()], autoload=False) as ctx:
