@@ -16,7 +16,7 @@ from pathlib import Path
 
 import attrs
 
-__all__ = ["Skill", "SkillFileError", "discover", "read_skill", "skill_roots"]
+__all__ = ["Skill", "SkillFileError", "discover", "fingerprint", "read_skill", "skill_roots"]
 
 logger = logging.getLogger("dsh.skills")
 
@@ -110,6 +110,24 @@ def _plain_front_matter(lines: list[str]) -> dict[str, str]:
                 value = value[1:-1]
             found[match.group(1)] = value
     return found
+
+
+def fingerprint(cwd: str | None, environ: Mapping[str, str] | None = None) -> tuple[tuple[str, int, int], ...]:
+    """What ``discover`` would read, as (path, mtime, size) of every SKILL.md and root: equal
+    fingerprints mean equal skills, so a cache can skip reading and parsing them again."""
+    found: list[tuple[str, int, int]] = []
+    for root in skill_roots(cwd, environ):
+        try:
+            entries = sorted(os.scandir(root), key=lambda entry: entry.name)
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                stat = os.stat(os.path.join(entry.path, SKILL_FILE))
+            except OSError:
+                continue
+            found.append((entry.path, stat.st_mtime_ns, stat.st_size))
+    return tuple(found)
 
 
 def discover(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -13,7 +12,7 @@ import attrs
 from dsh_core import ToolError, ToolExecution, tool
 from dsh_core.services import AssemblyContext
 
-from ._discover import SKILL_FILE, Skill, discover
+from ._discover import SKILL_FILE, Skill, discover, fingerprint
 
 if TYPE_CHECKING:
     from dsh_core import Context
@@ -46,6 +45,8 @@ class SkillsPlugin:
     def __init__(self) -> None:
         self._config = SkillsConfig()
         self._skipped: set[str] = set()  # broken SKILL.md files warned about once
+        #: per workspace: the fingerprint of its skill files and the skills read from them
+        self._cache: dict[str | None, tuple[tuple[tuple[str, int, int], ...], dict[str, Skill]]] = {}
 
     def start(self, ctx: Context) -> None:
         if isinstance(ctx.config, SkillsConfig):
@@ -72,7 +73,17 @@ class SkillsPlugin:
         ctx.system_prompt.section("skills", self._section, order=40)
 
     async def _discover(self, cwd: str | None) -> dict[str, Skill]:
-        return await anyio.to_thread.run_sync(functools.partial(discover, cwd, skipped=self._skipped))
+        """The skills of ``cwd``, read again only when a SKILL.md was added, removed or changed."""
+        return await anyio.to_thread.run_sync(self._discover_now, cwd)
+
+    def _discover_now(self, cwd: str | None) -> dict[str, Skill]:
+        mark = fingerprint(cwd)
+        cached = self._cache.get(cwd)
+        if cached is not None and cached[0] == mark:
+            return cached[1]
+        skills = discover(cwd, skipped=self._skipped)
+        self._cache[cwd] = (mark, skills)
+        return skills
 
     async def _section(self, context: AssemblyContext) -> str:
         skills = await self._discover(context.cwd)

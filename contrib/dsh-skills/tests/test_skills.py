@@ -117,3 +117,27 @@ async def test_no_skills_no_section(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         async with await ctx.agents.create("a", agent_options=AgentOptions(model="scripted/x"), meta={"cwd": str(tmp_path)}) as handle:
             await handle.agent.run("hi")
     assert "Skills" not in (model.requests[0].system or "")
+
+
+async def test_a_skill_added_or_changed_during_a_session_is_offered_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Skills are cached per workspace until a SKILL.md is added, removed or changed."""
+    from dsh_core.services import AssemblyContext
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    root = tmp_path / ".agents" / "skills"
+    _skill(root, "one", "one", "The first.")
+    async with Harness(plugins=[SkillsPlugin()], autoload=False) as ctx:
+        context = AssemblyContext(cwd=str(tmp_path))
+
+        async def listed() -> str:
+            return ctx.system_prompt.render(await ctx.system_prompt.assemble(context))
+
+        assert "- one: The first." in await listed()
+        _skill(root, "two", "two", "The second.")
+        assert "- two: The second." in await listed()
+        (root / "one" / "SKILL.md").write_text("---\nname: one\ndescription: The first, rewritten at length.\n---\n")
+        assert "- one: The first, rewritten at length." in await listed()
+        (root / "two" / "SKILL.md").unlink()
+        assert "two" not in await listed()
