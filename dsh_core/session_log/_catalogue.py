@@ -673,8 +673,9 @@ class QuestionAnsweredEvent(_CoreEvent):
 
     ``answers`` maps each question's id to the chosen option (a str), the chosen options (a list,
     for ``multi_select``) or the user's own text; it is ``{}`` when the question was cancelled
-    (``by`` ``cancel``: the turn was cancelled). ``by`` names who answered: ``cli``, ``serve``,
-    ``api``, ``cancel`` or a caller's own string.
+    (``by`` ``cancel``: the turn was cancelled; ``repair``: crash repair closed the turn) or nobody
+    could be asked (``unavailable``). ``by`` names who answered: ``cli``, ``serve``, ``api``,
+    ``cancel``, ``repair``, ``unavailable`` or a caller's own string.
     """
 
     call_id: str = attrs.field(validator=_non_empty)

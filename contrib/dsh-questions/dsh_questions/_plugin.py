@@ -7,9 +7,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
-from dsh_core import ToolError, ToolExecution, hookimpl, tool
-from dsh_core.services.questions import NobodyToAskError, ask_questions, pending_questions, question_log
-from dsh_core.session_log import ToolResultEvent
+from dsh_core import ToolError, ToolExecution, tool
+from dsh_core.services.questions import NobodyToAskError, ask_questions
 from dsh_core.vocabulary import thaw_json
 
 if TYPE_CHECKING:
@@ -32,9 +31,8 @@ class Question:
 class QuestionsPlugin:
     """Gives agents ``ask_user``; its questions wait as logged records, answered by whoever answers first.
 
-    A question still pending when its process died (the turn was closed by crash repair) stays
-    pending after a resume; when it is answered, the answers are sent to the agent as a prompt
-    (source ``{"kind": "plugin", "plugin": "questions"}``), so it goes on with them.
+    A question still waiting when its process died parks the turn (like an approval): after a
+    resume it is pending again, and once answered the call returns the answers and the turn goes on.
     """
 
     name = "questions"
@@ -75,31 +73,6 @@ class QuestionsPlugin:
             return json.dumps({"answers": thaw_json(answered.answers)}, ensure_ascii=False)
 
         ctx.tools.register(ask_user)
-
-    @hookimpl
-    def dsh_agent_session_start(self, agent: Any, source: str) -> None:
-        """After a resume, a question whose call was closed by crash repair is answered through a prompt."""
-        if source != "resume":
-            return
-        session = agent.session
-        closed = {
-            event.data["message"].get("call_id") for event in session.events if event.type == ToolResultEvent.type
-        }
-        log = question_log(session)
-        for pending in pending_questions(session):
-            if pending.call_id not in closed:
-                continue  # its call is still open: the parked step answers it
-
-            def deliver(answer: Any, call_id: str = pending.call_id) -> None:
-                if answer.by == "cancel" or not answer.answers:
-                    return
-                text = (
-                    f"The user answered the questions you asked with ask_user (call {call_id}) before the "
-                    f"session was interrupted: {json.dumps(thaw_json(answer.answers), ensure_ascii=False)}"
-                )
-                agent.send(text, source={"kind": "plugin", "plugin": self.name})
-
-            agent.ctx.effect(log.on_answer(pending.call_id, deliver))
 
 
 def _as_json(question: Question) -> dict[str, Any]:

@@ -205,8 +205,9 @@ DOOMED = textwrap.dedent(
 )
 
 
-async def test_a_pending_question_survives_a_sigkill_and_its_answer_reaches_the_model(tmp_path: Path) -> None:
-    """After a SIGKILL the question is still pending; answering it sends the answers to the agent."""
+async def test_a_pending_question_survives_a_sigkill_and_the_parked_step_goes_on(tmp_path: Path) -> None:
+    """After a SIGKILL the turn is parked, not repaired: the question is pending again (same call_id),
+    and once answered the ask_user call returns the answers and the turn goes on, no model call repeated."""
     await kill_when_ready(DOOMED, str(tmp_path), json.dumps(QUESTIONS))
     model = ScriptedModel([ScriptedModel.text("Setting up postgres with cache and search.")])
     config = {"plugins": {"persistence-jsonl": {"root": str(tmp_path)}}}
@@ -214,13 +215,56 @@ async def test_a_pending_question_survives_a_sigkill_and_its_answer_reaches_the_
         ctx.llm.register_adapter("scripted", model)
         async with await ctx.agents.resume("doomed", agent_options=MODEL) as handle:
             agent = handle.agent
+            events = agent.session.events
+            assert [e.data["reason"]["kind"] for e in events if e.type == "turn/end"] == []  # parked, not repaired
             (pending,) = agent.pending_questions()
             assert pending.call_id == "call_1"
             assert [dict(q) for q in thaw_json(pending.questions)] == QUESTIONS
             await agent.answer_question("call_1", ANSWERS, by="api")
             await agent.when_idle()
             assert agent.pending_questions() == ()
-    (request,) = model.requests
-    prompt = request.messages[-1].content[0].text
-    assert prompt.startswith("The user answered the questions you asked with ask_user (call call_1)")
-    assert json.dumps(ANSWERS) in prompt
+            events = agent.session.events
+            (result,) = _results(events)
+            assert json.loads(_text(result)) == {"answers": ANSWERS}
+            assert [e.data["reason"]["kind"] for e in events if e.type == "turn/end"] == ["completed"]
+            assert len([e for e in events if e.type == "question/asked"]) == 1
+    (request,) = model.requests  # the answer's step: the ask_user step itself was not asked for again
+    assert json.loads(request.messages[-1].content[0].text) == {"answers": ANSWERS}
+
+
+
+async def _open_turn_log(*, in_doubt: bool) -> list[Any]:
+    """A log that ends inside a turn whose ask_user call waits; ``in_doubt``: a bash call of the same
+    step ran without a result too."""
+    from dsh_core import AssistantMessage, ToolCall
+    from dsh_core.session_log import AssistantMessageEvent, QuestionAskedEvent, ToolCallEvent, TurnStartEvent
+
+    calls = [ToolCall("q1", "ask_user", json.dumps({"questions": QUESTIONS[:1]}))]
+    if in_doubt:
+        calls.append(ToolCall("b1", "bash", '{"command": "make"}'))
+    async with Harness(autoload=False) as ctx:
+        session = await ctx.sessions.create("open")
+        session.append(TurnStartEvent(turn=1))
+        session.append(AssistantMessageEvent(turn=1, step=1, message=AssistantMessage(content=tuple(calls))))
+        for call in calls:
+            session.append(ToolCallEvent(turn=1, step=1, call_id=call.id, name=call.name, arguments=call.arguments))
+        session.append(QuestionAskedEvent(call_id="q1", questions=QUESTIONS[:1]))
+        return list(session.events)
+
+
+async def test_crash_repair_parks_a_waiting_question_or_closes_it() -> None:
+    """Only the question waits: the turn is parked (nothing repaired). Another call in doubt: the
+    turn is repaired and the question closed by repair."""
+    from dsh_core.session_log import parked_turn, repair_events
+
+    alone = await _open_turn_log(in_doubt=False)
+    assert repair_events(alone) == []
+    parked = parked_turn(alone)
+    assert parked is not None
+    assert (parked.asking, parked.waiting) == (frozenset({"q1"}), frozenset())
+    doubt = await _open_turn_log(in_doubt=True)
+    assert parked_turn(doubt) is None
+    added = repair_events(doubt)
+    assert [event.type for event in added] == ["question/answered", "tool/result", "tool/result", "turn/end"]
+    assert thaw_json(added[0].data) == {"call_id": "q1", "answers": {}, "by": "repair"}
+    assert [event.data["error_code"] for event in added[1:3]] == ["TOOL_OUTCOME_UNKNOWN"] * 2
