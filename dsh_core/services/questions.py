@@ -4,7 +4,9 @@
 ``question/answered`` appended for its ``call_id`` is the answer (``AwaitedLog``, shared with
 approvals). Answerers race: the ``question`` service (the CLI's chooser), and anyone calling
 ``agent.answer_question`` from any task (a server, a test). With no answerer the call waits until
-it is answered or the turn is cancelled (``answers`` ``{}``, by ``cancel``). A ``question`` service
+it is answered or the turn is cancelled (``answers`` ``{}``, by ``cancel``); when the agent is
+disposed while it waits, the call is parked like an approval's (the turn stays open in the log, and
+a resume asks again). A ``question`` service
 that answers ``None`` says that nobody can be asked (``dsh run`` without a terminal): the question
 is closed (by ``unavailable``) and the tool tells the model so at once.
 """
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import anyio
 import attrs
 
-from dsh_core.services.approvals import make_durable
+from dsh_core.services.approvals import ApprovalBook, make_durable
 from dsh_core.services.awaited import AwaitedLog, NotPendingError
 from dsh_core.session_log._catalogue import QuestionAnsweredEvent, QuestionAskedEvent
 from dsh_core.vocabulary._json import FrozenDict, freeze_json_object
@@ -149,17 +151,27 @@ async def ask_questions(
     """
     log = question_log(session)
     call_id = execution.call_id
+    # The book whose ``parked`` the loop reads: the agent's own (it holds it; the cache is weak).
+    agent = ctx.agents.get(execution.agent_id) if execution.agent_id else None
+    book = getattr(agent, "approvals", None)
+    if not isinstance(book, ApprovalBook):
+        book = ApprovalBook.of(session)
     entry = log.request_of(call_id)
     if entry is None:
         request = QuestionAskedEvent(call_id=call_id, questions=questions)
         event = log.request(request)
         entry = (request, event.seq)
-        await make_durable(ctx, session)
     request, seq = entry
     try:
+        await make_durable(ctx, session)
         answered = log.answer_of(call_id) or await _race(ctx, log, execution, PendingQuestion(call_id, request.questions, seq))
     finally:
-        if log.answer_of(call_id) is None:  # cancelled while waiting
+        signal = execution.signal
+        if log.answer_of(call_id) is None and signal is not None and signal.reason == "disposed":
+            # The agent is disposed while it waits: as for an approval, the call is parked (the loop
+            # logs nothing more for it), so the turn stays open and the next resume asks again.
+            book.parked.add(call_id)
+        elif log.answer_of(call_id) is None:  # cancelled while waiting
             try:
                 log.answer(QuestionAnsweredEvent(call_id=call_id, answers=FrozenDict(), by="cancel"))
             except Exception:  # a detached session: the turn is closed without this record

@@ -268,3 +268,31 @@ async def test_crash_repair_parks_a_waiting_question_or_closes_it() -> None:
     assert [event.type for event in added] == ["question/answered", "tool/result", "tool/result", "turn/end"]
     assert thaw_json(added[0].data) == {"call_id": "q1", "answers": {}, "by": "repair"}
     assert [event.data["error_code"] for event in added[1:3]] == ["TOOL_OUTCOME_UNKNOWN"] * 2
+
+
+async def test_disposed_while_asking_the_turn_stays_parked_and_is_asked_again(tmp_path: Path) -> None:
+    """Leaving (disposing the agent) while a question waits closes nothing: the next harness asks again."""
+    config = {"plugins": {"persistence-jsonl": {"root": str(tmp_path)}}}
+    model = ScriptedModel([ScriptedModel.tool_call("ask_user", {"questions": QUESTIONS[:1]})])
+    async with Harness(config=config, plugins=[PersistencePlugin(), QuestionsPlugin()], autoload=False) as ctx:
+        ctx.llm.register_adapter("scripted", model)
+        handle = await ctx.agents.create("leaver", agent_options=MODEL)
+        watch = _AskedWatch()
+        handle.agent.ctx.register_plugin(watch)
+        handle.agent.send("ask me")
+        await _wait_pending(handle.agent, watch)
+        await handle.dispose()
+    model = ScriptedModel([ScriptedModel.text("postgres, then.")])
+    async with Harness(config=config, plugins=[PersistencePlugin(), QuestionsPlugin()], autoload=False) as ctx:
+        ctx.llm.register_adapter("scripted", model)
+        async with await ctx.agents.resume("leaver", agent_options=MODEL) as handle:
+            agent = handle.agent
+            types = [event.type for event in agent.session.events]
+            assert "turn/end" not in types
+            assert "question/answered" not in types
+            (pending,) = agent.pending_questions()
+            await agent.answer_question(pending.call_id, {"db": "postgres"})
+            await agent.when_idle()
+            (result,) = _results(agent.session.events)
+            assert json.loads(_text(result)) == {"answers": {"db": "postgres"}}
+    assert len(model.requests) == 1
