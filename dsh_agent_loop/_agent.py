@@ -19,6 +19,7 @@ from dsh_core.services.approvals import (
     resolution_of,
 )
 from dsh_core.services.awaited import NotPendingError
+from dsh_core.services.questions import PendingQuestion, answer_question, pending_questions
 from dsh_core.vocabulary import AgentOptions, AgentStatus, Image, Text, TurnOutcome, UserMessage, new_id
 
 from ._header import HeaderLog
@@ -235,6 +236,21 @@ class Agent:
         event = book.resolve(resolved)
         await make_durable(self._ctx, self._session)
         return event
+
+    def pending_questions(self) -> tuple[PendingQuestion, ...]:
+        """The ``ask_user`` calls waiting for answers (``question/asked`` without ``question/answered``), in log order."""
+        return pending_questions(self._session)
+
+    async def answer_question(self, call_id: str, answers: Mapping[str, Any], *, by: str = "api") -> SessionEvent:
+        """Answer the pending question of ``call_id`` from any task: ``answers`` maps each question's id
+        to the chosen option, options (``multi_select``) or the user's text. The first answer appended
+        wins; the ``question/answered`` event is durable when this returns.
+
+        :raises QuestionNotPendingError: ``call_id`` is unknown or already answered (a ``LookupError``).
+        :raises ValueError, TypeError: malformed answers (the question stays pending).
+        """
+        self.machine.check_alive(self.id)
+        return await answer_question(self._ctx, self._session, call_id, answers, by=by)
 
     @property
     def approvals(self) -> ApprovalBook:

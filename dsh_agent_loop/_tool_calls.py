@@ -20,6 +20,7 @@ from dsh_core.vocabulary import (
     ToolExecution,
     ToolResult,
     ToolResultMessage,
+    freeze_json_object,
 )
 
 from ._agent import Agent
@@ -167,9 +168,19 @@ def _log_call(agent: Agent, turn: int, step: int, call: ToolCall) -> None:
 
 
 def _log_result(agent: Agent, turn: int, step: int, call: ToolCall, result: ToolResult) -> None:
-    if result.__class__ is ToolResult:  # its fields were checked when it was made
+    # a plugin that stored the full output aside says where (the spill plugin): logged with the result
+    spilled = result.metadata.get("spilled") if result.metadata else None
+    if result.__class__ is ToolResult and spilled is None:  # its fields were checked when it was made
         message = ToolResultMessage.trusted(call.id, result.content, result.is_error)
         agent.session.append(ToolResultEvent.trusted(turn, step, message, result.error_code))
-    else:  # from a replacement tools service: the constructors check it
+    else:  # from a replacement tools service, or with a spill record: the constructors check it
         message = ToolResultMessage(call_id=call.id, content=result.content, is_error=result.is_error)
-        agent.session.append(ToolResultEvent(turn=turn, step=step, message=message, error_code=result.error_code))
+        agent.session.append(
+            ToolResultEvent(
+                turn=turn,
+                step=step,
+                message=message,
+                error_code=result.error_code,
+                spilled=None if spilled is None else freeze_json_object(spilled, where=ToolResultEvent.type, root="spilled"),
+            )
+        )

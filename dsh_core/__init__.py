@@ -28,6 +28,8 @@ from dsh_core.services.agents import assemble_context_for as assemble_context_fo
 from dsh_core.services.approvals import ApprovalAnswer as ApprovalAnswer
 from dsh_core.services.approvals import ApprovalNotPendingError as ApprovalNotPendingError
 from dsh_core.services.approvals import PendingApproval as PendingApproval
+from dsh_core.services.questions import PendingQuestion as PendingQuestion
+from dsh_core.services.questions import QuestionNotPendingError as QuestionNotPendingError
 from dsh_core.services.sessions import Session as Session
 from dsh_core.services.sessions import SessionMeta as SessionMeta
 from dsh_core.services.subagents import SubagentError as SubagentError
@@ -119,9 +121,11 @@ __all__ = [
     "Message",
     "MissingServiceError",
     "PendingApproval",
+    "PendingQuestion",
     "PersistenceError",
     "PluginError",
     "PluginInfo",
+    "QuestionNotPendingError",
     "Reasoning",
     "Reject",
     "RepairReport",

@@ -30,6 +30,8 @@ from dsh_core.session_log import (
     InboxQueuedEvent,
     LogEvent,
     PromptBlockedEvent,
+    QuestionAnsweredEvent,
+    QuestionAskedEvent,
     RequestHeaderDeltaEvent,
     RequestHeaderEvent,
     SteeringMessageEvent,
@@ -100,6 +102,8 @@ SAMPLES: list[LogEvent] = [
     ApprovalRequestedEvent(call_id="c3", tool="bash", arguments={"command": "make"}, reason="ask bash(make*)"),
     ApprovalResolvedEvent(call_id="c3", decision="once", arguments={"command": "make -j2"}, by="cli"),
     ApprovalResolvedEvent(call_id="c4", decision="deny", reason="run the tests first", by="serve"),
+    QuestionAskedEvent(call_id="c5", questions=({"id": "db", "question": "Which database?", "options": ("sqlite", "postgres")},)),
+    QuestionAnsweredEvent(call_id="c5", answers={"db": "postgres"}, by="cli"),
     TurnEndEvent(turn=1, reason=TurnEnd("completed")),
     TurnEndEvent(turn=2, reason=TurnEnd("error", failure=Failure("boom", "SERVER", 500))),
     TurnEndEvent(turn=3, reason=TurnEnd("stopped", reason="enough")),
@@ -136,6 +140,8 @@ def test_every_core_type_of_spec_section_3_is_declared_once() -> None:
         "turn/end",
         "inbox/queued",
         "inbox/cleared",
+        "question/asked",
+        "question/answered",
     }
     assert SURFACE_EVENT_TYPES == {
         "user/message",

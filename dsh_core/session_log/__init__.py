@@ -14,6 +14,8 @@ from ._catalogue import InboxClearedEvent as InboxClearedEvent
 from ._catalogue import InboxKind as InboxKind
 from ._catalogue import InboxQueuedEvent as InboxQueuedEvent
 from ._catalogue import PromptBlockedEvent as PromptBlockedEvent
+from ._catalogue import QuestionAnsweredEvent as QuestionAnsweredEvent
+from ._catalogue import QuestionAskedEvent as QuestionAskedEvent
 from ._catalogue import RequestHeaderDeltaEvent as RequestHeaderDeltaEvent
 from ._catalogue import RequestHeaderEvent as RequestHeaderEvent
 from ._catalogue import SteeringMessageEvent as SteeringMessageEvent
@@ -69,6 +71,8 @@ __all__ = [
     "LogEventSpec",
     "ParkedTurn",
     "PromptBlockedEvent",
+    "QuestionAnsweredEvent",
+    "QuestionAskedEvent",
     "RequestHeaderDeltaEvent",
     "RequestHeaderEvent",
     "Session",

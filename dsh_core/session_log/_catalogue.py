@@ -517,6 +517,15 @@ class ToolCallEvent(_CoreEvent):
         return event
 
 
+def _spill_record(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    size = value.get("bytes") if isinstance(value, FrozenDict) else None
+    if not (isinstance(value, FrozenDict) and type(value.get("locator")) is str and type(size) is int and size >= 0):
+        msg = f"spilled: expected {{locator: str, bytes: int >= 0}}, got {value!r}"
+        raise ValueError(msg)
+
+
 @log_event("tool/result", visible=True, in_turn=True)
 @attrs.frozen(kw_only=True)
 class ToolResultEvent(_CoreEvent):
@@ -532,6 +541,9 @@ class ToolResultEvent(_CoreEvent):
     error_code: ToolErrorCode | None = attrs.field(
         default=None, validator=_one_of(_ERROR_CODES, optional=True), metadata=_OMIT
     )
+    #: ``{locator, bytes}`` when the full output was stored aside and ``message`` holds a preview
+    #: (the ``spill`` plugin: the ``ToolResult``'s ``metadata["spilled"]``); absent otherwise
+    spilled: FrozenDict | None = attrs.field(default=None, validator=_spill_record, metadata=_OMIT)
     surface: SurfaceOp = attrs.field(default=_APPEND, validator=_is(SurfaceOp), metadata=_OMIT)
 
     @classmethod
@@ -545,6 +557,7 @@ class ToolResultEvent(_CoreEvent):
         _set_result_step(event, step)
         _set_result_message(event, message)
         _set_result_code(event, error_code)
+        _set_result_spilled(event, None)
         _set_result_surface(event, _APPEND)
         return event
 
@@ -608,6 +621,68 @@ class ApprovalResolvedEvent(_CoreEvent):
     by: str = attrs.field(default="api", validator=_non_empty)
 
 
+def _questions(value: object) -> tuple[FrozenDict, ...]:
+    """``ask_user``'s questions, each ``{id, question, options?, multi_select?}``, ids unique."""
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        msg = f"questions must be a list of {{id, question, options?, multi_select?}}, got {value!r}"
+        raise TypeError(msg)
+    found: list[FrozenDict] = []
+    ids: set[str] = set()
+    for index, item in enumerate(value):
+        question = _frozen_object(item)
+        where = f"questions[{index}]"
+        for key in ("id", "question"):
+            if question.get(key).__class__ is not str or not question[key]:
+                msg = f"{where}.{key} must be a non-empty str, got {question.get(key)!r}"
+                raise ValueError(msg)
+        if question["id"] in ids:
+            msg = f"{where}.id {question['id']!r} is used twice; every question needs its own id"
+            raise ValueError(msg)
+        ids.add(str(question["id"]))
+        options = question.get("options")
+        if options is not None and not (
+            isinstance(options, tuple) and all(option.__class__ is str for option in options)
+        ):
+            msg = f"{where}.options must be a list of str, got {options!r}"
+            raise ValueError(msg)
+        if question.get("multi_select", False).__class__ is not bool:
+            msg = f"{where}.multi_select must be true or false, got {question.get('multi_select')!r}"
+            raise ValueError(msg)
+        found.append(question)
+    if not found:
+        msg = "questions is empty; ask at least one"
+        raise ValueError(msg)
+    return tuple(found)
+
+
+@log_event("question/asked", in_turn=True)
+@attrs.frozen(kw_only=True)
+class QuestionAskedEvent(_CoreEvent):
+    """The model asks the user (``ask_user``): ``questions`` are ``{id, question, options?,
+    multi_select?}``. Made durable (SPEC §9.1) before anyone is asked; the call waits for the
+    ``question/answered`` of its ``call_id``."""
+
+    call_id: str = attrs.field(validator=_non_empty)
+    questions: tuple[FrozenDict, ...] = attrs.field(converter=_questions)
+
+
+@log_event("question/answered", in_turn=True)
+@attrs.frozen(kw_only=True)
+class QuestionAnsweredEvent(_CoreEvent):
+    """The first answer to the ``question/asked`` of ``call_id``; any later one is refused.
+
+    ``answers`` maps each question's id to the chosen option (a str), the chosen options (a list,
+    for ``multi_select``) or the user's own text; it is ``{}`` when the question was cancelled
+    (``by`` ``cancel``: the turn was cancelled; ``repair``: crash repair closed the turn) or nobody
+    could be asked (``unavailable``). ``by`` names who answered: ``cli``, ``serve``, ``api``,
+    ``cancel``, ``repair``, ``unavailable`` or a caller's own string.
+    """
+
+    call_id: str = attrs.field(validator=_non_empty)
+    answers: FrozenDict = attrs.field(converter=_frozen_object)
+    by: str = attrs.field(default="api", validator=_non_empty)
+
+
 # ---------------------------------------------------------------------- trusted constructors
 
 
@@ -621,9 +696,14 @@ _set_start_turn, _set_start_step = slot_setters(StepStartEvent)
     _set_reply_surface,
 ) = slot_setters(AssistantMessageEvent)
 _set_call_turn, _set_call_step, _set_call_id, _set_call_name, _set_call_arguments = slot_setters(ToolCallEvent)
-_set_result_turn, _set_result_step, _set_result_message, _set_result_code, _set_result_surface = slot_setters(
-    ToolResultEvent
-)
+(
+    _set_result_turn,
+    _set_result_step,
+    _set_result_message,
+    _set_result_code,
+    _set_result_spilled,
+    _set_result_surface,
+) = slot_setters(ToolResultEvent)
 
 
 # ---------------------------------------------------------------------- derived sets

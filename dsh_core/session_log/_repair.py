@@ -11,10 +11,14 @@ it — events a backend appends (it never rewrites what is stored):
 * a call waiting for approval (``approval/requested`` without ``approval/resolved``) gets
   ``approval/resolved`` ``cancelled`` by ``repair``, and its result is coded ``TOOL_NOT_STARTED``
   (an approval comes before the body: it never ran);
+* a question of ``ask_user`` waiting for its answers (``question/asked`` without
+  ``question/answered``) gets ``question/answered`` ``{}`` by ``repair``;
 * then ``turn/end`` with reason ``{"kind": "interrupted"}``.
 
 One open turn is not repaired: a **parked** one (SPEC §10.1, ``parked_turn``), whose step waits
-for approval with none of its calls in doubt. A resume re-opens it where it stopped.
+for approval, or for the answers to its questions (SPEC §10.6), with none of its calls in doubt.
+A resume re-opens it where it stopped (an ``ask_user`` call runs again and finds its question
+still asked: asking has no effect but the logged question).
 
 Results come in the model's order, as the loop writes them, so the next request is valid. The
 pending inbox needs no repair event: a resumed agent restores it from ``inbox/queued``,
@@ -33,6 +37,8 @@ from dsh_core.session_log._catalogue import (
     ApprovalRequestedEvent,
     ApprovalResolvedEvent,
     AssistantMessageEvent,
+    QuestionAnsweredEvent,
+    QuestionAskedEvent,
     ToolCallEvent,
     ToolResultEvent,
     TurnEndEvent,
@@ -87,6 +93,8 @@ class _OpenTurn:
     results: set[str] = attrs.Factory(set)
     #: calls whose approval/requested has no approval/resolved yet
     waiting: set[str] = attrs.Factory(set)
+    #: ask_user calls whose question/asked has no question/answered yet
+    asking: set[str] = attrs.Factory(set)
 
 
 def _open_turn(events: Sequence[SessionEvent]) -> _OpenTurn | None:
@@ -123,6 +131,10 @@ def _note(found: _OpenTurn, event: SessionEvent) -> None:
         found.waiting.add(payload.call_id)
     elif event.type == ApprovalResolvedEvent.type:
         found.waiting.discard(payload.call_id)
+    elif event.type == QuestionAskedEvent.type:
+        found.asking.add(payload.call_id)
+    elif event.type == QuestionAnsweredEvent.type:
+        found.asking.discard(payload.call_id)
 
 
 @attrs.frozen
@@ -130,7 +142,8 @@ class ParkedTurn:
     """An open turn that waits for approval at its last step, none of its calls in doubt (SPEC §10.1).
 
     ``message`` is the step's assistant message; ``logged`` the calls with a ``tool/call`` in the
-    log, ``finished`` those with a ``tool/result``; ``waiting`` the calls whose request is pending.
+    log, ``finished`` those with a ``tool/result``; ``waiting`` the calls whose approval request is
+    pending, ``asking`` the ``ask_user`` calls whose question is.
     """
 
     turn: int
@@ -139,17 +152,19 @@ class ParkedTurn:
     logged: frozenset[str]
     finished: frozenset[str]
     waiting: frozenset[str]
+    asking: frozenset[str] = frozenset()
 
 
 def _parked(opened: _OpenTurn) -> ParkedTurn | None:
     message = opened.message
-    if message is None or not opened.waiting or not opened.message_step:
+    held = opened.waiting | opened.asking
+    if message is None or not held or not opened.message_step:
         return None
     step_calls = {call.id for call in message.content if isinstance(call, ToolCall)}
-    if not opened.waiting <= step_calls:
+    if not held <= step_calls:
         return None  # a request of an earlier step: the loop never leaves one open
     for call_id in opened.calls:
-        if call_id not in opened.results and call_id not in opened.waiting:
+        if call_id not in opened.results and call_id not in held:
             return None  # a call that may have run: in doubt, so repaired
     return ParkedTurn(
         turn=opened.turn,
@@ -158,6 +173,7 @@ def _parked(opened: _OpenTurn) -> ParkedTurn | None:
         logged=frozenset(opened.calls),
         finished=frozenset(opened.results & step_calls),
         waiting=frozenset(opened.waiting),
+        asking=frozenset(opened.asking),
     )
 
 
@@ -201,6 +217,9 @@ def repair_events(events: Sequence[SessionEvent]) -> list[SessionEvent]:
     for call_id in sorted(opened.waiting, key=lambda ident: opened.calls[ident].seq if ident in opened.calls else -1):
         cancelled = ApprovalResolvedEvent(call_id=call_id, decision="cancelled", by="repair")
         add(ApprovalResolvedEvent.type, dict(cancelled.to_data()))
+    for call_id in sorted(opened.asking, key=lambda ident: opened.calls[ident].seq if ident in opened.calls else -1):
+        closed = QuestionAnsweredEvent(call_id=call_id, answers={}, by="repair")
+        add(QuestionAnsweredEvent.type, dict(closed.to_data()))
     # Calls logged outside the last message (an earlier step): the loop never leaves these, but
     # an open call is closed wherever it is.
     for call_id, call_event in opened.calls.items():

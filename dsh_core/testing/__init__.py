@@ -7,6 +7,7 @@ from dsh_core.testing._conformance import ConformanceScript as ConformanceScript
 from dsh_core.testing._conformance import ScriptedConformance as ScriptedConformance
 from dsh_core.testing._conformance import check_llm_adapter as check_llm_adapter
 from dsh_core.testing._processes import is_alive as is_alive
+from dsh_core.testing._processes import kill_when_ready as kill_when_ready
 from dsh_core.testing._processes import pids_running as pids_running
 from dsh_core.testing._processes import read_fifo as read_fifo
 from dsh_core.testing._processes import wait_gone as wait_gone
@@ -38,6 +39,7 @@ __all__ = [
     "check_llm_adapter",
     "check_session_store",
     "is_alive",
+    "kill_when_ready",
     "pids_running",
     "read_fifo",
     "replay_session",

@@ -6,13 +6,15 @@ No sleeping: a test waits on a FIFO the command writes to, or on a pidfd becomin
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
 import anyio
 import anyio.to_thread
 
-__all__ = ["is_alive", "pids_running", "read_fifo", "wait_gone"]
+__all__ = ["is_alive", "kill_when_ready", "pids_running", "read_fifo", "wait_gone"]
 
 
 async def read_fifo(path: Path, within: float = 10.0) -> str:
@@ -72,3 +74,31 @@ async def wait_gone(pids: Iterable[int], within: float = 5.0) -> None:
                 await anyio.wait_readable(fd)
             finally:
                 os.close(fd)
+
+
+async def kill_when_ready(script: str, *args: str, within: float = 30.0) -> None:
+    """Run the Python ``script`` (with ``args``) in a fresh interpreter until it prints a line
+    ``READY``, then SIGKILL it: the crash of a SIGKILL-and-resume test.
+
+    The script prints ``READY`` (flushed) once what must survive is on disk.
+
+    :raises AssertionError: the script ended, or ``within`` seconds passed, before ``READY``.
+    """
+    async with await anyio.open_process(
+        [sys.executable, "-c", script, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as process:
+        assert process.stdout is not None
+        seen = b""
+        with anyio.move_on_after(within):
+            async for chunk in process.stdout:
+                seen += chunk
+                if b"READY\n" in seen:
+                    break
+        if b"READY\n" not in seen:
+            process.kill()
+            errors = await process.stderr.receive() if process.stderr is not None else b""
+            msg = f"the script never printed READY; its output: {seen!r}, errors: {errors[-2000:]!r}"
+            raise AssertionError(msg)
+        process.kill()
+        code = await process.wait()
+        assert code == -9, f"the script ended with {code}, not by SIGKILL"

@@ -13,6 +13,7 @@ from dsh_core.vocabulary._content import AssistantMessage, Image, Text
 if TYPE_CHECKING:
     from dsh_core.host._context import Context
     from dsh_core.services.approvals import PendingApproval
+    from dsh_core.services.questions import PendingQuestion
     from dsh_core.services.sessions import Session
     from dsh_core.session_log._event import SessionEvent
 
@@ -126,6 +127,8 @@ class Agent(Protocol):
         arguments: Mapping[str, Any] | str | None = None,
         by: str = "api",
     ) -> SessionEvent: ...
+    def pending_questions(self) -> tuple[PendingQuestion, ...]: ...
+    async def answer_question(self, call_id: str, answers: Mapping[str, Any], *, by: str = "api") -> SessionEvent: ...
 
 
 class AgentHandle(Protocol):

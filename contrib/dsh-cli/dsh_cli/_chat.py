@@ -32,6 +32,7 @@ from ._exit import ExitCode
 from ._launch import check_model, maybe_await, open_agent, open_harness, resolve_session_id
 from ._markdown import MarkdownBlocks
 from ._plugin import CliPlugin
+from ._questions import ChatQuestions
 from ._render import (
     BlockEnded,
     EventFeed,
@@ -55,6 +56,7 @@ from ._render import (
 )
 from ._screen import ChatScreen, file_history
 from ._sessions import print_history, stored_sessions
+from ._todo_list import TodoChecklist
 from ._usage import Usage, prices_from
 
 if TYPE_CHECKING:
@@ -131,6 +133,8 @@ class ChatController:
         self.usage = Usage(self.prices_of)
         #: the last tool call and its whole output, for /last
         self.last_output: tuple[str, str] | None = None
+        #: takes a typed line as the answer while an ask_user question is open
+        self.questions: ChatQuestions | None = None
         self._calls: dict[str, str] = {}
         #: render the answer as Markdown (``[plugins.cli] markdown``)
         self.markdown = bool(config.get("plugins.cli.markdown", True))
@@ -294,6 +298,8 @@ class ChatController:
     async def submit(self, line: str) -> bool:
         """Handle one typed line; ``False`` means: leave the chat."""
         text = line.strip()
+        if self.questions is not None and text and self.questions.offer(text):
+            return True  # the answer to an ask_user question
         if not text:
             return True
         if text.startswith("/"):
@@ -505,9 +511,12 @@ async def chat_command(config: EffectiveConfig, *, cwd: Path, resume: str | None
 
     screen = ChatScreen(on_cancel=cancel, toolbar=toolbar, history=file_history(os.environ))
     approval = SessionApproval(screen)
-    async with open_harness(config, plugins=[CliPlugin(approval)]) as ctx:
+    questions = ChatQuestions(screen)
+    async with open_harness(config, plugins=[CliPlugin(approval, questions)]) as ctx:
         check_model(ctx, config.model, config)
         chat = ChatController(ctx, config, cwd=cwd, screen=screen)
+        chat.questions = questions
+        screen.above = TodoChecklist(lambda: chat.handle.agent.session if chat and chat.handle else None).lines
         with patch_stdout(raw=True):
             screen.print(
                 Text.assemble(

@@ -52,11 +52,16 @@ class CliPlugin:
     name = "cli"
     Config = CliConfig
 
-    def __init__(self, approval: Approver | None = None) -> None:
+    def __init__(self, approval: Approver | None = None, question: object | None = None) -> None:
         self._approval = approval
+        self._question = question  # the ``question`` service of ask_user (``_questions``)
         #: read by the host on the instance: the service exists only when a channel was given
         self.provides: tuple[str, ...] = ("approval",) if approval is not None else ()
+        if question is not None:
+            self.provides = (*self.provides, "question")
 
     def start(self, ctx: Context) -> None:
         if self._approval is not None:
             ctx.provide("approval", self._approval)
+        if self._question is not None:
+            ctx.provide("question", self._question)

@@ -30,6 +30,7 @@ from ._exit import ExitCode, exit_code_for
 from ._launch import check_model, open_agent, open_harness
 from ._markdown import MarkdownBlocks, render_block
 from ._plugin import CliPlugin
+from ._questions import NobodyToAsk, TerminalQuestions
 from ._render import (
     BlockEnded,
     EventFeed,
@@ -322,7 +323,8 @@ async def run_command(
     def setup(agent_ctx: Context) -> None:
         agent_ctx.register_plugin(output, name="cli-run-output")
 
-    async with open_harness(config, plugins=[CliPlugin(SessionApproval(prompter))]) as ctx:
+    questions = TerminalQuestions() if sys.stdin.isatty() else NobodyToAsk()
+    async with open_harness(config, plugins=[CliPlugin(SessionApproval(prompter), questions)]) as ctx:
         check_model(ctx, model, config)
         output.usage = Usage(prices_from(ctx))
         async with await open_agent(ctx, model=model, cwd=cwd, resume=resume, setup=setup) as handle:

@@ -105,6 +105,8 @@ class ChatScreen:
         self._armed = False  # one Ctrl-C on an empty, idle prompt: the next one exits
         self._question: _Question | None = None
         self._next_input = ""  # put back while no input line was open: the next one starts with it
+        #: lines shown above the live area, e.g. the todo checklist (``_todo_list``)
+        self.above: Callable[[], StyleAndTextTuples] = list
         self._session: PromptSession[str] = PromptSession(
             message=self._message,
             key_bindings=self._bindings(),
@@ -338,7 +340,7 @@ class ChatScreen:
         app = get_app_or_none()
         if app is not None and app.is_done:
             return []
-        parts: StyleAndTextTuples = []
+        parts: StyleAndTextTuples = list(self.above())
         if self._partial:
             style = "italic fg:ansibrightblack" if self._partial_style else ""
             parts += [(style, self._partial), ("", "\n")]

@@ -35,7 +35,7 @@ import attrs
 
 from ._process import ChildProcess, start_process
 
-__all__ = ["CommandOutcome", "OutputCapture", "namespace_inits", "run_command"]
+__all__ = ["CommandOutcome", "OutputCapture", "namespace_inits", "run_command", "stop_group"]
 
 logger = logging.getLogger("dsh.workspace")
 
@@ -128,7 +128,7 @@ def namespace_inits(pid: int) -> list[int]:
     return inits
 
 
-async def _stop_group(process: ChildProcess, grace: float) -> None:
+async def stop_group(process: ChildProcess, grace: float) -> None:
     """Stop everything the command started, then reap the leader.
 
     A pid namespace init among the leader's children is killed first, and the leader awaited
@@ -203,7 +203,7 @@ async def run_command(
                 await process.wait()
             if deadline.cancelled_caught:
                 timed_out = True
-                await _stop_group(process, grace)
+                await stop_group(process, grace)
             else:
                 # The leader is done; background members of its group would keep the pipe open
                 # (and outlive the call), so they go too. A process that left the group with
@@ -215,7 +215,7 @@ async def run_command(
     finally:
         with anyio.CancelScope(shield=True):
             if process.returncode is None:
-                await _stop_group(process, grace)
+                await stop_group(process, grace)
             else:
                 _signal_group(process.pid, signal.SIGKILL)
             with anyio.move_on_after(_REAP_LIMIT):

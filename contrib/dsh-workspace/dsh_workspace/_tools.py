@@ -36,7 +36,7 @@ from ._walk import compile_glob, walk
 if TYPE_CHECKING:
     from dsh_core import Context
 
-__all__ = ["READ_TOOLS", "make_tools"]
+__all__ = ["READ_TOOLS", "command_environment", "make_tools"]
 
 #: tools that only read (parallel-safe); the others change files or run commands
 READ_TOOLS = ("read_file", "list_dir", "glob", "grep")

@@ -17,15 +17,20 @@ pytestmark = pytest.mark.anyio
 
 
 def test_front_is_exact() -> None:
-    """The package exports the plugin, its config, the seam protocols and COMMAND_ENV, and nothing else."""
+    """The package exports the plugin, its config, the seam protocols, COMMAND_ENV and the process
+    helpers other command runners share (dsh-jobs), and nothing else."""
     assert dsh_workspace.__all__ == [
         "COMMAND_ENV",
         "Access",
+        "ChildProcess",
         "Confined",
         "Sandbox",
         "WorkspaceConfig",
         "WorkspacePlugin",
         "WorkspacePolicy",
+        "command_environment",
+        "start_process",
+        "stop_group",
     ]
     assert set(dsh_workspace.__all__) == {name for name in vars(dsh_workspace) if not name.startswith("_")}
 
