@@ -26,10 +26,17 @@ from dsh_core.session_log import InboxClearedEvent, TurnStartEvent
 from ._approval import SessionApproval
 from ._args import MODES
 from ._config import EffectiveConfig, max_attempts
-from ._diff import edit_diff
+from ._diff import file_diff
 from ._errors import CliError
 from ._exit import ExitCode
-from ._launch import check_model, maybe_await, open_agent, open_harness, resolve_session_id
+from ._launch import (
+    check_model,
+    latest_session_id,
+    maybe_await,
+    open_agent,
+    open_harness,
+    resolve_session_id,
+)
 from ._markdown import MarkdownBlocks
 from ._plugin import CliPlugin
 from ._render import (
@@ -176,6 +183,13 @@ class ChatController:
             await handle.dispose()
             self.screen.turn_finished()
 
+    @property
+    def workspace(self) -> str:
+        """The current session's workspace (where its tools run), else the chat's directory."""
+        if self.handle is not None and self.handle.agent.session.meta.cwd:
+            return str(self.handle.agent.session.meta.cwd)
+        return str(self.cwd)
+
     def resumable(self) -> str | None:
         """The current session's id when it has a turn to come back to."""
         if self.handle is None:
@@ -231,7 +245,7 @@ class ChatController:
         elif isinstance(note, ToolStarted):
             self._end_reasoning()
             screen.print(tool_call_line(note.name, note.arguments))
-            diff = edit_diff(note.name, note.arguments)
+            diff = file_diff(note.name, note.arguments, self.workspace)
             if diff is not None:
                 screen.print(diff)
             screen.set_activity(describe_call(note.name, note.arguments, width=50))
@@ -476,7 +490,9 @@ class ChatController:
         return True
 
 
-async def chat_command(config: EffectiveConfig, *, cwd: Path, resume: str | None = None) -> int:
+async def chat_command(
+    config: EffectiveConfig, *, cwd: Path, resume: str | None = None, continue_latest: bool = False
+) -> int:
     """Run ``dsh chat``; returns the exit status."""
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise CliError("dsh chat needs a terminal; use `dsh run PROMPT` from scripts", code=ExitCode.USAGE)
@@ -493,8 +509,10 @@ async def chat_command(config: EffectiveConfig, *, cwd: Path, resume: str | None
 
     screen = ChatScreen(on_cancel=cancel, toolbar=toolbar, history=file_history(os.environ))
     approval = SessionApproval(screen)
-    async with open_harness(config, plugins=[CliPlugin(approval)]) as ctx:
+    async with open_harness(config, plugins=[CliPlugin(approval, workspace=cwd)]) as ctx:
         check_model(ctx, config.model, config)
+        if continue_latest:
+            resume = await latest_session_id(ctx, cwd)
         chat = ChatController(ctx, config, cwd=cwd, screen=screen)
         with patch_stdout(raw=True):
             screen.print(

@@ -215,7 +215,7 @@ def _config(root: Path) -> dict[str, Any]:
 async def _turn(
     ctx: Context, console: Console, session_id: str, prompt: str, *, resume: bool, cwd: Path
 ) -> str:
-    printer = TranscriptPrinter(console, reasoning="shown")
+    printer = TranscriptPrinter(console, reasoning="shown", cwd=str(cwd))
 
     def setup(agent_ctx: Context) -> None:
         agent_ctx.register_plugin(_Live(printer), name="cli-demo-live")

@@ -162,10 +162,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return _quiet_broken_pipe()
     except BaseException as error:
+        if _only(error, BrokenPipeError):  # closed while a task group was open
+            return _quiet_broken_pipe()
         expected = _expected(error)
         if expected is None:
             raise
         return _report(expected)
+
+
+def _only(error: BaseException, kind: type[BaseException]) -> bool:
+    """Whether ``error`` is ``kind``, or a group holding nothing else."""
+    if isinstance(error, BaseExceptionGroup):
+        return all(_only(inner, kind) for inner in error.exceptions)
+    return isinstance(error, kind)
 
 
 def _quiet_broken_pipe() -> int:
@@ -215,11 +224,18 @@ def _dispatch(
     if command == "chat" and getattr(args, "temporal", False):  # the agent source: a session on Temporal
         from ._temporal_chat import temporal_chat_command
 
+        if args.continue_latest:
+            from ._errors import CliError
+
+            raise CliError("--continue is not available with --temporal; give --resume ID", code=ExitCode.USAGE)
+
         return _run_async(temporal_chat_command, config, cwd=cwd, resume=args.resume)
     if command == "chat":
         from ._chat import chat_command
 
-        return _run_async(chat_command, config, cwd=cwd, resume=args.resume)
+        return _run_async(
+            chat_command, config, cwd=cwd, resume=args.resume, continue_latest=args.continue_latest
+        )
     if command == "sessions" and args.verb == "resume":
         from ._chat import chat_command
 
@@ -264,8 +280,10 @@ def _run(args: argparse.Namespace, piped: str | None) -> int:
         prompt=prompt,
         cwd=cwd,
         resume=args.resume,
+        continue_latest=args.continue_latest,
         json_lines=args.json,
         plain=args.plain,
+        yes=args.yes,
     )
 
 

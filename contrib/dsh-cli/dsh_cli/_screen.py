@@ -40,7 +40,7 @@ from rich.text import Text
 
 from ._approval import CHOICES, Answer, parse_answer
 from ._markdown import render_block
-from ._render import PROMPT_MARK, describe_call, format_tokens
+from ._render import PROMPT_MARK, describe_call, format_tokens, question_lines
 from ._sanitize import clean_line
 
 if TYPE_CHECKING:
@@ -66,9 +66,11 @@ def history_path(environ: dict[str, str] | os._Environ[str]) -> Path:
 class _Question:
     """An approval question on screen, waiting for its answer; ``selected`` is the highlighted choice."""
 
-    def __init__(self, call: str, reason: str) -> None:
+    def __init__(self, call: str, reason: str, asked: tuple[str, str, str] = ("", "", "")) -> None:
         self.call = call
         self.reason = reason
+        #: the tool's name, its arguments and the raw reason: the question shows them whole
+        self.asked = asked
         self.answered = anyio.Event()
         self.result = Answer("deny")
         self.selected = 0
@@ -281,7 +283,11 @@ class ChatScreen:
 
         What was being typed is set aside while the question is open, and put back after it.
         """
-        question = _Question(describe_call(execution.name, execution.arguments), clean_line(reason))
+        question = _Question(
+            describe_call(execution.name, execution.arguments),
+            clean_line(reason),
+            (execution.name, execution.arguments, reason),
+        )
         buffer = self._session.default_buffer
         typed = buffer.document
         buffer.reset()
@@ -338,12 +344,16 @@ class ChatScreen:
             parts += [("italic " + _DIM, f"✻ thinking… ({self._thinking} characters)"), ("", "\n")]
         question = self._question
         if question is not None:
-            parts += [
-                ("bold fg:ansiyellow", "? "),
-                ("bold", f"allow {question.call}"),
-                (_DIM, f" — {question.reason}"),
-                ("", "\n  "),
-            ]
+            name, arguments, reason = question.asked
+            lines = question_lines(name, arguments, reason, self._width(app))
+            for index, line in enumerate(lines.call):
+                if index == 0:
+                    parts += [("bold fg:ansiyellow", "? "), ("bold", f"allow {line}"), ("", "\n")]
+                else:
+                    parts += [("bold", f"{' ' * 8}{line}"), ("", "\n")]
+            for index, line in enumerate(lines.reason):
+                parts += [(_DIM, "  why:  " if index == 0 else " " * 8), (_DIM, line), ("", "\n")]
+            parts.append(("", "  "))
             for index, choice in enumerate(CHOICES):
                 label = _CHOICE_LABELS[choice]
                 if index == question.selected:
@@ -378,6 +388,14 @@ class ChatScreen:
         else:
             parts.append(("bold fg:ansigreen", PROMPT_MARK))
         return parts
+
+    @staticmethod
+    def _width(app: Any) -> int:
+        """The terminal's columns (the live area is not wrapped by prompt_toolkit: lines are cut to fit)."""
+        try:
+            return int(app.output.get_size().columns) if app is not None else 80
+        except (OSError, ValueError, AttributeError):
+            return 80
 
     def _bottom(self) -> StyleAndTextTuples:
         return [("", f" {self._toolbar()} ")]

@@ -26,7 +26,7 @@ def test_models_lists_providers_models_and_windows(
     done = run_dsh("models", cwd=project, env=dsh_env)
     assert done.returncode == 0, done.stderr
     line = next(line for line in done.stdout.splitlines() if "local/fake" in line)
-    assert line.split()[:4] == ["*", "local/fake", "32k", "4.1k"]
+    assert line.split()[:4] == ["*", "local/fake", "32k", "4k"]
     assert "not needed" in line
     builtin = next(line for line in done.stdout.splitlines() if "deepseek/" in line)
     assert "DEEPSEEK_API_KEY (not set)" in builtin

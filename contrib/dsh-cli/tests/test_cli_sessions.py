@@ -181,3 +181,21 @@ def test_repair_cuts_a_damaged_session_keeping_a_backup(
     assert "first answer" in shown.stdout
     again = run_dsh("sessions", "repair", ident, cwd=project, env=dsh_env)
     assert "nothing to repair" in again.stdout
+
+
+def test_show_into_a_closed_pipe_exits_141(llm: FakeLlm, project: Path, dsh_env: dict[str, str]) -> None:
+    """`dsh sessions show ID | head`: the transcript into a pipe that closes exits 141, like `dsh run`, quietly."""
+    ident = _run(llm, project, dsh_env, "a question", "an answer")
+    process = subprocess.Popen(
+        [DSH, "sessions", "show", ident],
+        cwd=project,
+        env=dsh_env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None
+    process.stdout.close()
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 141, stderr
+    assert stderr == b""
