@@ -2,29 +2,36 @@
 
 ``ChatController`` owns the harness context and the current agent; an agent-scoped listener
 (``_AgentView``) turns that agent's session events into screen output, and ``ChatScreen`` (``_screen``)
-does the terminal. Commands: /help, /exit, /new, /resume ID, /sessions, /model [NAME], /mode MODE,
-/compact (when a compaction plugin is loaded), /reasoning.
+does the terminal. Commands: /help, /exit, /new, /clear, /resume ID, /sessions, /model [NAME],
+/mode MODE, /compact (when a compaction plugin is loaded), /reasoning, /last, /undo; ``!cmd`` runs a
+shell command through the ``bash`` tool (same mode, rules and sandbox) and keeps its output as
+context; ``@path`` attaches a workspace file to the prompt (``_attach``).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import secrets
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
+import anyio.abc
 import attrs
 from prompt_toolkit.patch_stdout import patch_stdout
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from dsh_core import AgentHandle, SessionEvent, hookimpl
+from dsh_core import AgentHandle, SessionEvent, ToolExecution, hookimpl
+from dsh_core import Text as TextBlock
 from dsh_core.session_log import InboxClearedEvent, TurnStartEvent
 
 from ._approval import SessionApproval
 from ._args import MODES
+from ._attach import ChatCompleter, attach_files
 from ._config import EffectiveConfig, max_attempts
 from ._diff import file_diff
 from ._errors import CliError
@@ -40,6 +47,7 @@ from ._launch import (
 from ._markdown import MarkdownBlocks
 from ._plugin import CliPlugin
 from ._render import (
+    PROMPT_MARK,
     BlockEnded,
     EventFeed,
     Note,
@@ -53,6 +61,8 @@ from ._render import (
     UsageNote,
     UserNote,
     describe_call,
+    format_tokens,
+    plural,
     reasoning_summary,
     retry_line,
     tool_call_line,
@@ -60,8 +70,10 @@ from ._render import (
     turn_end_line,
     user_line,
 )
+from ._sanitize import clean
 from ._screen import ChatScreen, file_history
 from ._sessions import print_history, stored_sessions
+from ._undo import UndoJournal, undo_root
 from ._usage import Usage, price_of
 
 if TYPE_CHECKING:
@@ -71,12 +83,18 @@ if TYPE_CHECKING:
 
 __all__ = ["ChatController", "chat_command"]
 
+#: lines of a ``!command``'s output shown (the model gets all of it)
+_SHELL_LINES = 40
+#: context the chat prints itself when it adds it (``!cmd``, ``/undo``, source plugin ``cli``): not echoed again
+_SHOWN_BY_US = ("cli",)
+
 #: turns of history printed when a session is resumed
 HISTORY_TURNS = 10
 
 _HELP = (
     ("/help", "this list"),
     ("/new", "start a new session"),
+    ("/clear", "the same: a fresh conversation (the old session stays stored)"),
     ("/resume ID", "continue a stored session (an id or a unique prefix)"),
     ("/sessions", "the stored sessions, newest first"),
     ("/model [NAME]", "show or switch the model (provider/model)"),
@@ -84,6 +102,9 @@ _HELP = (
     ("/compact", "compact the conversation now (needs a compaction plugin)"),
     ("/reasoning", "show the last reasoning in full"),
     ("/last", "show the last tool output in full"),
+    ("/undo", "restore the files the last turn's write_file/edit_file changed (created ones removed)"),
+    ("!COMMAND", "run a shell command in the workspace (same mode and sandbox); its output joins the context"),
+    ("@PATH", "in a prompt: attach that workspace file's text (Tab completes paths and commands)"),
     ("/exit", "leave (also Ctrl-D, or Ctrl-C twice on an empty prompt)"),
 )
 
@@ -143,6 +164,12 @@ class ChatController:
         self.steering: dict[str, str] = {}
         #: the scope of the line being handled (``loop``), which a Ctrl-C between input lines cancels
         self._handling: anyio.CancelScope | None = None
+        #: what the file tools changed, per turn, for /undo
+        self.journal = UndoJournal(lambda session_id: undo_root(ctx, session_id))
+        #: where a ``!command`` runs while the input line stays open (its approval is asked there)
+        self.tasks: anyio.abc.TaskGroup | None = None
+        #: the scope of the ``!command`` running, which Ctrl-C cancels
+        self._shell: anyio.CancelScope | None = None
 
     # ------------------------------------------------------------------ the agent
 
@@ -165,6 +192,7 @@ class ChatController:
 
         def setup(agent_ctx: Context) -> None:
             agent_ctx.register_plugin(_AgentView(self), name="cli-chat-view")
+            agent_ctx.register_plugin(self.journal, name="cli-undo-journal")
 
         self.handle = await open_agent(self.ctx, model=self.model, cwd=self.cwd, resume=resume, setup=setup)
         session = self.handle.agent.session
@@ -198,6 +226,8 @@ class ChatController:
         return session.id if any(event.type == TurnStartEvent.type for event in session.events) else None
 
     def cancel(self) -> None:
+        if self._shell is not None:
+            self._shell.cancel()
         if self.handle is not None:
             self.handle.agent.cancel()
 
@@ -216,6 +246,8 @@ class ChatController:
     def show(self, note: Note) -> None:
         """Put one note of the agent's event stream on the screen."""
         screen = self.screen
+        if isinstance(note, TextPiece | ReasoningPiece):
+            screen.count_streamed(len(note.text))
         if isinstance(note, TextPiece):
             self._end_reasoning()
             if not self.markdown:
@@ -256,7 +288,7 @@ class ChatController:
             self.last_output = (self._calls.pop(note.call_id, note.name), note.text)
         elif isinstance(note, RetryNote):
             screen.print(retry_line(note, max_attempts(self.config)))
-        elif isinstance(note, UserNote) and note.kind not in ("user", "steering"):
+        elif isinstance(note, UserNote) and note.kind not in ("user", "steering", *_SHOWN_BY_US):
             screen.print(Text(f"  [{note.kind}] {note.text[:200]}", style="dim"))
         elif isinstance(note, PromptBlocked):
             screen.print(Text(f"✗ prompt blocked: {note.reason}", style="red"))
@@ -302,9 +334,16 @@ class ChatController:
         if not text:
             return True
         if text.startswith("/"):
+            self.screen.print(Text(f"{PROMPT_MARK}{text}", style="bold dim"))  # outputs stay apart
             return await self.command(text)
         if self.handle is None:
             self.screen.print(Text("no session: /new or /resume ID", style="red"))
+            return True
+        if self._shell is not None:
+            self.screen.print(Text("a !command is running: wait for it, or press Ctrl-C", style="yellow"))
+            return True
+        if text.startswith("!"):
+            self._start_shell(text[1:].strip())
             return True
         agent = self.handle.agent
         if self.running:
@@ -317,7 +356,11 @@ class ChatController:
             # The prompt starts a turn at once, whose output follows its echo; the next line is read
             # only once the prompt is on disk.
             self.screen.print(user_line(text, "user"))
-            agent.send(text)
+            prompt, attached = attach_files(text, Path(self.workspace))
+            for file in attached:
+                cut = "; cut to its start" if file.cut else ""
+                self.screen.print(Text(f"  📎 {file.path} ({plural(file.lines, 'line')}{cut})", style="dim"))
+            agent.send(prompt)
             self.screen.turn_started()
             await self._stored(agent)
         return True
@@ -339,7 +382,7 @@ class ChatController:
                 return False
             if name == "/help":
                 self._help()
-            elif name in ("/new", "/resume"):
+            elif name in ("/new", "/clear", "/resume"):
                 if self.running:
                     screen.print(
                         Text("the agent is working: wait, or press Ctrl-C to cancel first", style="yellow")
@@ -358,6 +401,8 @@ class ChatController:
                 await self._compact()
             elif name == "/last":
                 self._last()
+            elif name == "/undo":
+                await self._undo()
             elif name == "/reasoning":
                 if self.last_reasoning:
                     screen.print(Text(self.last_reasoning.strip(), style="dim italic"))
@@ -368,6 +413,95 @@ class ChatController:
         except CliError as exc:
             screen.print(Text(f"✗ {exc}", style="red"))
         return True
+
+    def _start_shell(self, command: str) -> None:
+        """``!command``: run it in the background, so that the input line (and an approval question) stays open."""
+        if not command:
+            self.screen.print(Text("usage: !COMMAND  (e.g. !git status)", style="yellow"))
+            return
+        if self.handle is None or self.running:
+            self.screen.print(Text("the agent is working: run the command when it is idle", style="yellow"))
+            return
+        self.screen.print(Text.assemble(("! ", "bold magenta"), (command, "bold")))
+        if self.tasks is None:
+            return
+        self._shell = anyio.CancelScope()
+        self.screen.turn_started()
+        self.screen.set_activity(f"! {command[:40]}")
+        self.tasks.start_soon(self._run_shell, command, self._shell)
+
+    async def _run_shell(self, command: str, scope: anyio.CancelScope) -> None:
+        try:
+            with scope:
+                await self._shell_command(command)
+            if scope.cancelled_caught:
+                self.screen.print(Text("cancelled", style="yellow"))
+        except Exception as exc:  # noqa: BLE001 - shown: a failing command never ends the chat
+            self.screen.print(Text(f"✗ {exc}", style="red"))
+        finally:
+            self._shell = None
+            self.screen.turn_finished()
+
+    async def _shell_command(self, command: str) -> None:
+        """Run ``command`` through the ``bash`` tool (its mode, rules, sandbox, approval), show its
+        output, and keep it as context for the next turn; the model is not called."""
+        screen = self.screen
+        if self.handle is None:
+            return
+        agent = self.handle.agent
+        execution = ToolExecution(
+            call_id=f"user-shell-{secrets.token_hex(4)}",
+            name="bash",
+            arguments=json.dumps({"command": command}),
+            agent_id=agent.id,
+            session_id=agent.session.id,
+            cwd=self.workspace,
+            ctx=agent.ctx,
+        )
+        result = await agent.ctx.tools.execute(execution)
+        output = clean("".join(block.text for block in result.content if isinstance(block, TextBlock)))
+        lines = output.rstrip().splitlines()
+        style = "red" if result.is_error else "dim"
+        for line in lines[:_SHELL_LINES]:
+            screen.print(Text(f"  {line}", style=style))
+        if len(lines) > _SHELL_LINES:
+            screen.print(Text(f"  … {len(lines) - _SHELL_LINES} more lines (all of it goes to the model)", style="dim"))
+        if result.error_code == "DENIED":
+            return  # not run: nothing to tell the model
+        agent.inject(
+            f"The user ran a shell command in the workspace:\n$ {command}\n<output>\n{output.rstrip()}\n</output>",
+            source={"kind": "plugin", "plugin": "cli", "cli": "shell"},
+        )
+        await self._stored(agent)
+        screen.print(Text("  (kept as context for the next prompt)", style="dim"))
+
+    async def _undo(self) -> None:
+        """``/undo``: put back the files the latest kept turn's file tools changed, and tell the model."""
+        if self.handle is None:
+            raise CliError("no session: /new or /resume ID")
+        if self.running:
+            raise CliError("the agent is working: undo when it is idle (Ctrl-C cancels the turn)")
+        agent = self.handle.agent
+        undone = await anyio.to_thread.run_sync(self.journal.undo_last, agent.session.id)
+        if undone is None:
+            self.screen.print(Text("nothing to undo: no file changes of write_file/edit_file are kept", style="dim"))
+            return
+        turn, files = undone
+        shown = [self._relative(file.path) for file in files]
+        words = ", ".join(f"{path} ({'removed' if file.removed else 'restored'})" for path, file in zip(shown, files, strict=True))
+        self.screen.print(Text(f"↶ undid turn {turn}: {words}", style="yellow"))
+        agent.inject(
+            f"The user undid the file changes of turn {turn}; these files are back as they were before it: "
+            + ", ".join(shown),
+            source={"kind": "plugin", "plugin": "cli", "cli": "undo"},
+        )
+        await self._stored(agent)
+
+    def _relative(self, path: str) -> str:
+        try:
+            return str(Path(path).relative_to(self.workspace))
+        except ValueError:
+            return path
 
     def _last(self) -> None:
         if self.last_output is None:
@@ -507,7 +641,13 @@ async def chat_command(
             return "dsh"
         return chat.status()
 
-    screen = ChatScreen(on_cancel=cancel, toolbar=toolbar, history=file_history(os.environ))
+    commands = [*(command.split()[0] for command, _ in _HELP if command.startswith("/")), "/quit"]
+    screen = ChatScreen(
+        on_cancel=cancel,
+        toolbar=toolbar,
+        history=file_history(os.environ),
+        completer=ChatCompleter(commands, cwd),
+    )
     approval = SessionApproval(screen)
     async with open_harness(config, plugins=[CliPlugin(approval, workspace=cwd)]) as ctx:
         check_model(ctx, config.model, config)
@@ -525,6 +665,7 @@ async def chat_command(
             await chat.open(resume)
             try:
                 async with anyio.create_task_group() as tasks:
+                    chat.tasks = tasks
                     tasks.start_soon(screen.animate)
                     with screen.interrupts(stop_command=chat.stop_command, on_exit=tasks.cancel_scope.cancel):
                         await chat.loop()
@@ -533,5 +674,17 @@ async def chat_command(
                 resumable = chat.resumable()
                 await chat.close()
     if resumable is not None:
-        Console(highlight=False).print(Text(f"resume with `dsh chat --resume {resumable}`", style="dim"))
+        Console(highlight=False).print(Text(_leaving_line(resumable, chat.usage), style="dim"))
     return int(ExitCode.OK)
+
+
+def _leaving_line(session_id: str, usage: Usage) -> str:
+    """What leaving prints: the session's tokens (and cost, when priced) and how to come back."""
+    facts = [f"session {session_id}"]
+    if usage.input_tokens or usage.output_tokens:
+        facts.append(f"↑{format_tokens(usage.input_tokens)} ↓{format_tokens(usage.output_tokens)} tokens")
+    cost = usage.cost_text()
+    if cost is not None:
+        facts.append(cost)
+    facts.append(f"resume with `dsh chat --resume {session_id}` (or `dsh chat -c` here)")
+    return " · ".join(facts)

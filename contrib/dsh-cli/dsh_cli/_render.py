@@ -205,7 +205,10 @@ class EventFeed:
         if kind in (UserMessageEvent.type, SteeringMessageEvent.type, ContextMessageEvent.type):
             message = data["message"]
             source = message.get("source") or {}
-            return [UserNote(clean(message_text(message)), clean(str(source.get("kind", "user"))))]
+            kind = source.get("kind", "user")
+            if kind == "plugin" and source.get("plugin"):  # named by the plugin that added it
+                kind = source["plugin"]
+            return [UserNote(clean(message_text(message)), clean(str(kind)))]
         if kind == AssistantChunkEvent.type:
             return self._chunk(data["chunk"])
         if kind == AssistantMessageEvent.type:

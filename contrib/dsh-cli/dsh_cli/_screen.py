@@ -6,7 +6,9 @@ ten times a second while a turn runs: the line of answer still streaming, an app
 a spinner with the elapsed time and token usage. Typing goes on meanwhile: a line entered while the
 agent works steers it.
 
-Keys: Enter submits; Alt-Enter or Ctrl-J inserts a newline; Ctrl-C answers "deny" to a question,
+Keys: Enter submits; Alt-Enter or Ctrl-J inserts a newline; Tab completes slash commands and
+``@`` paths; Esc, like Ctrl-C, denies an open question or cancels a running turn (idle, Esc does
+nothing); Ctrl-C answers "deny" to a question,
 else cancels a running turn, else clears the line, else (twice in a row on an empty prompt) exits;
 Ctrl-D on an empty prompt exits. Between two input lines (a line just entered is being handled) the
 terminal is not in raw mode and Ctrl-C arrives as SIGINT: ``interrupts`` routes it to the same
@@ -30,6 +32,7 @@ import anyio
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application import get_app_or_none
 from prompt_toolkit.buffer import Buffer
+from prompt_toolkit.completion import Completer
 from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import StyleAndTextTuples
@@ -90,7 +93,12 @@ class ChatScreen:
     """Input, live area and output of ``dsh chat``; ``on_cancel`` is called when Ctrl-C should stop the turn."""
 
     def __init__(
-        self, *, on_cancel: Callable[[], None], toolbar: Callable[[], str], history: History | None = None
+        self,
+        *,
+        on_cancel: Callable[[], None],
+        toolbar: Callable[[], str],
+        history: History | None = None,
+        completer: Completer | None = None,
     ) -> None:
         self.console = Console(force_terminal=True, highlight=False)
         self._on_cancel = on_cancel
@@ -101,6 +109,8 @@ class ChatScreen:
         self._thinking = 0  # characters of collapsed reasoning streamed in the open block
         self._running_since: float | None = None
         self._tokens = [0, 0]
+        #: characters of answer streamed since the last usage report: the live estimate of output tokens
+        self._streamed = 0
         self._activity = ""
         self._hint = ""
         self._armed = False  # one Ctrl-C on an empty, idle prompt: the next one exits
@@ -112,6 +122,8 @@ class ChatScreen:
             erase_when_done=True,
             history=history or InMemoryHistory(),
             bottom_toolbar=self._bottom,
+            completer=completer,
+            complete_while_typing=False,
         )
         self._session.default_buffer.on_text_changed += self._disarm
 
@@ -125,6 +137,7 @@ class ChatScreen:
         if self._running_since is None:
             self._running_since = time.monotonic()
             self._tokens = [0, 0]
+            self._streamed = 0
         self._hint = ""
         self._armed = False
         self.refresh()
@@ -137,6 +150,11 @@ class ChatScreen:
     def add_tokens(self, input_tokens: int, output_tokens: int) -> None:
         self._tokens[0] += input_tokens
         self._tokens[1] += output_tokens
+        self._streamed = 0  # the request's real count replaces the estimate
+
+    def count_streamed(self, characters: int) -> None:
+        """Answer or reasoning text arrived: the spinner's output tokens grow with it (about 4 characters a token)."""
+        self._streamed += characters
 
     @property
     def tokens(self) -> tuple[int, int]:
@@ -371,12 +389,14 @@ class ChatScreen:
             elapsed = time.monotonic() - self._running_since
             frame = _SPINNER[int(elapsed * 10) % len(_SPINNER)]
             facts = [self._activity or "working", f"{elapsed:.1f}s"]
-            if any(self._tokens):
-                facts.append(f"↑{format_tokens(self._tokens[0])} ↓{format_tokens(self._tokens[1])} tokens")
+            estimate = self._streamed // 4
+            if any(self._tokens) or estimate:
+                down = format_tokens(self._tokens[1] + estimate)
+                facts.append(f"↑{format_tokens(self._tokens[0])} ↓{'~' if estimate else ''}{down} tokens")
             parts += [
                 ("fg:ansicyan", f"{frame} "),
                 ("", " · ".join(facts)),
-                (_DIM, "  (type to steer · ctrl-c cancels)"),
+                (_DIM, "  (type to steer · esc or ctrl-c cancels)"),
                 ("", "\n"),
             ]
         if self._hint:
@@ -448,6 +468,13 @@ class ChatScreen:
         def _(event: KeyPressEvent) -> None:
             if self.interrupt(event.app.current_buffer):
                 event.app.exit(exception=EOFError())
+
+        busy = Condition(lambda: self._question is not None or self._running_since is not None)
+
+        @bindings.add("escape", filter=busy)
+        def _(event: KeyPressEvent) -> None:
+            # Esc interrupts like Ctrl-C (denies an open question, cancels the turn); idle it does nothing.
+            self.interrupt()
 
         @bindings.add("c-d", filter=Condition(lambda: not self._session.default_buffer.text), eager=True)
         def _(event: KeyPressEvent) -> None:

@@ -8,6 +8,7 @@ and its function here.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -205,6 +206,10 @@ def _balanced(events: Sequence[SessionEvent]) -> Sequence[SessionEvent]:
 
 async def _delete(ctx: Context, persistence: Any, args: argparse.Namespace, console: Console) -> int:
     session_id = await resolve_session_id(ctx, args.id)
+    from ._undo import undo_root
+
+    # /undo's journal lives in the session's folder: it goes first, so the folder can go too
+    shutil.rmtree(undo_root(ctx, session_id), ignore_errors=True)
     await maybe_await(persistence.delete(session_id))
     console.print(Text(f"deleted session {session_id}"))
     return int(ExitCode.OK)
