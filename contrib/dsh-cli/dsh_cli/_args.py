@@ -33,6 +33,23 @@ DSH_SESSIONS_DIR), then flags. API keys come only from the environment (DEEPSEEK
 """
 
 
+_CHAT_KEYS = """\
+keys:
+  Enter              send the prompt (while the agent works: steer it)
+  Alt-Enter, Ctrl-J  a new line in the prompt
+  Tab                complete a /command, or a workspace path after @
+  Up, Down           the prompts typed before (an open question: choose the answer)
+  Esc, Ctrl-C        deny an open question and cancel the turn, else cancel the running turn
+                     (Ctrl-C idle: clear the line; twice on an empty prompt: exit)
+  Ctrl-D             exit (on an empty prompt)
+
+in a prompt:
+  @PATH              attach that workspace file's text
+  !COMMAND           run a shell command (same mode and sandbox); its output joins the context
+  /help              the commands: /new /clear /resume /sessions /model /mode /compact /reasoning
+                     /last /undo /exit
+"""
+
 #: The commands dsh itself has; a plugin command of the same name is not offered.
 BUILTIN_COMMANDS: Final = (
     "run", "chat", "sessions", "plugins", "config", "models", "completion", "demo"
@@ -169,8 +186,9 @@ def build_parser(
         "chat",
         parents=[config, agent, session],
         help="an interactive session",
-        description="An interactive session. Type while the agent works to steer it; Ctrl-C cancels "
-        "the turn, Ctrl-C twice on an empty prompt exits; /help lists the commands.",
+        description="An interactive session. Type while the agent works to steer it; /help lists the commands.",
+        epilog=_CHAT_KEYS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     chat.add_argument(
         "--temporal", action="store_true", help="drive a session hosted on Temporal ([plugins.temporal], dsh-temporal)"

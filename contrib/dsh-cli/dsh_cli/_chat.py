@@ -238,7 +238,10 @@ class ChatController:
             shown = events[starts[-HISTORY_TURNS] :]
             self.screen.print(Text(f"… {len(starts) - HISTORY_TURNS} earlier turns not shown", style="dim"))
         print_history(
-            self.screen.console, shown, reasoning="collapsed" if self.reasoning != "hidden" else "hidden"
+            self.screen.console,
+            shown,
+            reasoning="collapsed" if self.reasoning != "hidden" else "hidden",
+            markdown=self.markdown,
         )
 
     # ------------------------------------------------------------------ output of the agent's events

@@ -230,7 +230,7 @@ async def _turn(
     async with handle:
         if resume:
             console.print(Rule(Text(f"resumed session {session_id} from disk: its history", style="bold")))
-            print_history(console, tuple(handle.agent.session.events), reasoning="collapsed")
+            print_history(console, tuple(handle.agent.session.events), reasoning="collapsed", markdown=False)
             console.print(Rule(Text("the conversation goes on", style="bold")))
         outcome = await handle.agent.run(prompt)
         printer.print_all(())

@@ -152,7 +152,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         plugin_commands = _plugin_commands(argv)
         parser = build_parser(plugin_commands)
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:  # said by the command they were given to, with its usage (not dsh's)
+            _innermost(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
         if args.version:
             print(f"dsh {_version()}")
             return int(ExitCode.OK)
@@ -168,6 +170,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         if expected is None:
             raise
         return _report(expected)
+
+
+def _innermost(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the (sub)command ``args`` chose: ``dsh sessions show``'s, ``dsh run``'s, or ``dsh``'s."""
+    import argparse
+
+    for attribute in ("command", "verb", "config_verb"):
+        chosen = getattr(args, attribute, None)
+        subparsers = next(
+            (a for a in parser._actions if isinstance(a, argparse._SubParsersAction)),  # no public accessor
+            None,
+        )
+        if chosen is None or subparsers is None or chosen not in subparsers.choices:
+            continue
+        parser = subparsers.choices[chosen]
+    return parser
 
 
 def _only(error: BaseException, kind: type[BaseException]) -> bool:

@@ -523,8 +523,12 @@ class TranscriptPrinter:
         reasoning: str = "shown",
         max_attempts: int | None = None,
         cwd: str | None = None,
+        markdown: bool = False,
     ) -> None:
         self.console = console
+        #: render each answer as Markdown once it is whole (a transcript from history at a terminal)
+        self.markdown = markdown
+        self._answer = ""
         #: live, the workspace: a file edit's diff is drawn from the file before it runs; ``None``
         #: (history): from the call and its result, once the result is known
         self.cwd = cwd
@@ -596,6 +600,9 @@ class TranscriptPrinter:
         if kind == "reasoning" and self.reasoning != "shown":
             self._reasoning_text += piece.text
             return
+        if kind == "text" and self.markdown:
+            self._answer += piece.text
+            return
         text = piece.text.lstrip("\n") if self._fresh else piece.text
         if not text:
             return
@@ -608,6 +615,11 @@ class TranscriptPrinter:
         self._line_open = not text.endswith("\n")
 
     def _close(self) -> None:
+        if self._answer.strip():
+            from ._markdown import render_block
+
+            self.console.print(render_block(self._answer.strip("\n")))
+        self._answer = ""
         if self._open == "reasoning" and self.reasoning == "collapsed" and self._reasoning_text.strip():
             self.console.print(Text(f"✻ {reasoning_summary(self._reasoning_text)}", style="dim italic"))
         elif self._line_open:

@@ -180,7 +180,7 @@ class RunOutput:
             self._live.update(render_block(pending), refresh=True)
 
     def _print_block(self, console: Console, block: str) -> None:
-        if self._wrote_text:
+        if self._wrote_text and not getattr(block, "continues", False):
             console.print()
         console.print(render_block(block))
         self._wrote_text = True

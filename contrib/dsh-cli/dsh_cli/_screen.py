@@ -181,7 +181,7 @@ class ChatScreen:
 
     def markdown(self, block: str, *, first: bool) -> None:
         """Print one finished Markdown block of the answer (a blank line before all but the first)."""
-        if not first:
+        if not first and not getattr(block, "continues", False):
             self.console.print()
         self.console.print(render_block(block))
 

@@ -107,9 +107,16 @@ def _when(stamp: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(stamp))
 
 
-def print_history(console: Console, events: Sequence[SessionEvent], *, reasoning: str = "collapsed") -> None:
-    """The readable transcript of a stored log: prompts, answers, tool calls and results, turn ends."""
-    printer = TranscriptPrinter(console, reasoning=reasoning)
+def print_history(
+    console: Console, events: Sequence[SessionEvent], *, reasoning: str = "collapsed", markdown: bool | None = None
+) -> None:
+    """The readable transcript of a stored log: prompts, answers, tool calls and results, turn ends.
+
+    Answers are rendered as Markdown at a terminal (``markdown=None``: when ``console`` is one).
+    """
+    printer = TranscriptPrinter(
+        console, reasoning=reasoning, markdown=console.is_terminal if markdown is None else markdown
+    )
     printer.print_all(EventFeed(live=False).feed_all(events))
 
 

@@ -163,3 +163,31 @@ def test_the_spinner_counts_tokens_while_text_streams(project: Path, dsh_env: di
     finally:
         child.close(force=True)
     assert run_dsh("sessions", "list", cwd=project, env=dsh_env).returncode == 0
+
+
+def test_a_list_item_is_rendered_while_the_list_streams(
+    project: Path, dsh_env: dict[str, str], llm: FakeLlm
+) -> None:
+    """The first item shows rendered (a bullet, no **) while the model is still writing the list;
+    a resumed chat renders the stored answer's Markdown too."""
+    release = llm.held("Points:\n\n- point **10**\n- point ")
+    child = spawn_dsh("chat", cwd=project, env=dsh_env)
+    screen = Terminal(child)
+    try:
+        screen.wait_for("new session")
+        child.sendline("list")
+        screen.wait_for("• point 10")
+        assert "**10**" not in screen.text()
+        release.set()
+        screen.wait_for("done")
+        _leave(child)
+    finally:
+        child.close(force=True)
+    again = spawn_dsh("chat", "-c", cwd=project, env=dsh_env)
+    screen = Terminal(again)
+    try:
+        screen.wait_for("resumed session")
+        assert "• point 10" in screen.text()
+        assert "**10**" not in screen.text()
+    finally:
+        again.close(force=True)

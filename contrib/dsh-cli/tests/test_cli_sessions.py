@@ -199,3 +199,22 @@ def test_show_into_a_closed_pipe_exits_141(llm: FakeLlm, project: Path, dsh_env:
     _, stderr = process.communicate(timeout=30)
     assert process.returncode == 141, stderr
     assert stderr == b""
+
+
+def test_show_at_a_terminal_renders_markdown(llm: FakeLlm, project: Path, dsh_env: dict[str, str]) -> None:
+    """`dsh sessions show ID` at a terminal renders the answers' Markdown; piped it stays plain text."""
+    import pexpect
+
+    from .cli_kit import spawn_dsh
+
+    ident = _run(llm, project, dsh_env, "a question", "Some **bold** words")
+    piped = run_dsh("sessions", "show", ident, cwd=project, env=dsh_env)
+    assert "Some **bold** words" in piped.stdout
+    child = spawn_dsh("sessions", "show", ident, cwd=project, env=dsh_env)
+    try:
+        child.expect(pexpect.EOF)
+        shown = str(child.before)
+    finally:
+        child.close(force=True)
+    assert "bold" in shown
+    assert "**bold**" not in shown
