@@ -17,6 +17,8 @@ import attrs
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 
+from ._diff import read_text
+
 __all__ = ["MAX_ATTACHED_CHARS", "Attachment", "ChatCompleter", "attach_files"]
 
 #: the most characters of one attached file
@@ -38,19 +40,6 @@ def _inside(root: Path, path: Path) -> bool:
     return path == root or root in path.parents
 
 
-def _readable_text(path: Path) -> str | None:
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    if b"\x00" in data[:8192]:
-        return None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
 def attach_files(prompt: str, workspace: Path) -> tuple[str, list[Attachment]]:
     """The prompt with the ``@path`` files it names appended as context, and those files."""
     root = workspace.resolve()
@@ -61,7 +50,7 @@ def attach_files(prompt: str, workspace: Path) -> tuple[str, list[Attachment]]:
         candidate = (root / raw).resolve()
         if candidate in seen or not _inside(root, candidate) or not candidate.is_file():
             continue
-        text = _readable_text(candidate)
+        text = read_text(candidate)
         if text is None:
             continue
         seen.add(candidate)

@@ -22,7 +22,7 @@ from rich.text import Text
 
 from ._sanitize import clean
 
-__all__ = ["DIFF_LINES", "DiffRow", "diff_rows", "edit_diff", "file_diff", "history_diff", "render_rows"]
+__all__ = ["DIFF_LINES", "DiffRow", "diff_rows", "file_diff", "file_rows", "history_diff", "read_text", "render_rows"]
 
 #: the most diff lines shown under a call
 DIFF_LINES: Final = 40
@@ -113,7 +113,7 @@ def render_rows(rows: Sequence[DiffRow], limit: int = DIFF_LINES) -> Text | None
     return text
 
 
-def _read_text(path: str) -> str | None:
+def read_text(path: str | os.PathLike[str]) -> str | None:
     """The file's text, or ``None`` when it is missing, a directory, too large, binary or not UTF-8."""
     try:
         if os.path.getsize(path) > _MAX_BYTES:
@@ -174,7 +174,7 @@ def file_rows(name: str, arguments: str | Mapping[str, Any], cwd: str | None) ->
         content = parsed.get("content")
         if not isinstance(content, str):
             return None
-        before = _read_text(path) if path is not None and os.path.isfile(path) else None
+        before = read_text(path) if path is not None and os.path.isfile(path) else None
         if before is None:
             if path is not None and os.path.exists(path):  # there, but unreadable as text
                 return [
@@ -189,7 +189,7 @@ def file_rows(name: str, arguments: str | Mapping[str, Any], cwd: str | None) ->
     old, new = parsed.get("old_text"), parsed.get("new_text")
     if not (isinstance(old, str) and isinstance(new, str)) or path is None:
         return []
-    before = _read_text(path)
+    before = read_text(path)
     if before is None:
         return []
     after = _edited(before, old, new, bool(parsed.get("replace_all", False)))
@@ -262,7 +262,3 @@ def _whole_lines(
         return None
     return _lines(joined.replace(new.strip("\n"), old.strip("\n"), 1)), _lines(joined)
 
-
-def edit_diff(name: str, arguments: str, cwd: str | None = None) -> Text | None:
-    """``file_diff``: kept for callers of the first round's name."""
-    return file_diff(name, arguments, cwd)
