@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -69,8 +69,9 @@ def attach_files(prompt: str, workspace: Path) -> tuple[str, list[Attachment]]:
 class ChatCompleter(Completer):
     """Tab completion: slash commands at the start of the line, workspace paths after ``@``."""
 
-    def __init__(self, commands: Sequence[str], workspace: Path) -> None:
+    def __init__(self, commands: Sequence[str], workspace: Callable[[], Path]) -> None:
         self._commands = tuple(commands)
+        #: the current session's workspace (a resumed session keeps its own)
         self._workspace = workspace
 
     def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterable[Completion]:
@@ -86,7 +87,8 @@ class ChatCompleter(Completer):
 
     def _paths(self, typed: str) -> Iterator[Completion]:
         folder, _, prefix = typed.rpartition("/")
-        base = (self._workspace / folder) if folder else self._workspace
+        root = self._workspace()
+        base = (root / folder) if folder else root
         try:
             entries = sorted(os.scandir(base), key=lambda entry: entry.name)
         except OSError:

@@ -650,7 +650,7 @@ async def chat_command(
         on_cancel=cancel,
         toolbar=toolbar,
         history=file_history(os.environ),
-        completer=ChatCompleter(commands, cwd),
+        completer=ChatCompleter(commands, lambda: Path(chat.workspace) if chat is not None else cwd),
     )
     approval = SessionApproval(screen)
     async with open_harness(config, plugins=[CliPlugin(approval, workspace=cwd)]) as ctx:
@@ -676,13 +676,14 @@ async def chat_command(
                     tasks.cancel_scope.cancel()
             finally:
                 resumable = chat.resumable()
+                here = chat.workspace == str(cwd)
                 await chat.close()
     if resumable is not None:
-        Console(highlight=False).print(Text(_leaving_line(resumable, chat.usage), style="dim"))
+        Console(highlight=False).print(Text(_leaving_line(resumable, chat.usage, here=here), style="dim"))
     return int(ExitCode.OK)
 
 
-def _leaving_line(session_id: str, usage: Usage) -> str:
+def _leaving_line(session_id: str, usage: Usage, *, here: bool) -> str:
     """What leaving prints: the session's tokens (and cost, when priced) and how to come back."""
     facts = [f"session {session_id}"]
     if usage.input_tokens or usage.output_tokens:
@@ -690,5 +691,6 @@ def _leaving_line(session_id: str, usage: Usage) -> str:
     cost = usage.cost_text()
     if cost is not None:
         facts.append(cost)
-    facts.append(f"resume with `dsh chat --resume {session_id}` (or `dsh chat -c` here)")
+    also = " (or `dsh chat -c` here)" if here else ""  # -c picks this directory's latest session
+    facts.append(f"resume with `dsh chat --resume {session_id}`{also}")
     return " · ".join(facts)

@@ -70,7 +70,7 @@ def history_path(environ: dict[str, str] | os._Environ[str]) -> Path:
 class _Question:
     """An approval question on screen, waiting for its answer; ``selected`` is the highlighted choice."""
 
-    def __init__(self, call: str, reason: str, asked: tuple[str, str, str] = ("", "", "")) -> None:
+    def __init__(self, call: str, reason: str, asked: tuple[str, str, str]) -> None:
         self.call = call
         self.reason = reason
         #: the tool's name, its arguments and the raw reason: the question shows them whole
