@@ -1,4 +1,5 @@
-# `make demo` and `make test` work on a fresh machine with python3 (3.11+) and make.
+# `make demo` works on a fresh machine with python3 (3.11+) and make; `make test` also needs the
+# Debian packages whose programs the suite runs for real (.ci/missing-packages names those missing).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -10,6 +11,14 @@ CONTRIB := $(sort $(wildcard contrib/dsh-*))
 TEST_PLUGINS := $(sort $(wildcard tests/plugins/dsh-*))
 
 .PHONY: demo test lint bench events sessions clean
+
+# Checked before anything is built: `make test` stops at once, in one line, when a package is missing.
+ifneq ($(filter test,$(MAKECMDGOALS)),)
+MISSING_PACKAGES := $(shell sh .ci/missing-packages)
+ifneq ($(MISSING_PACKAGES),)
+$(error make test needs $(MISSING_PACKAGES), which the suite runs for real: apt-get install $(MISSING_PACKAGES) (Debian/Ubuntu), or run .ci/run as root, which installs them)
+endif
+endif
 
 $(STAMP): pyproject.toml $(wildcard contrib/*/pyproject.toml)
 	$(PYTHON) -m venv $(VENV)
@@ -34,7 +43,7 @@ lint: $(STAMP)
 	$(BIN)/python -m ruff check .
 
 bench: $(STAMP)
-	for script in benchmarks/*.py; do $(BIN)/python $$script; done
+	for script in benchmarks/[!_]*.py; do $(BIN)/python $$script; done
 
 sessions: $(STAMP)
 	$(BIN)/python tests/sessions/record_demo.py

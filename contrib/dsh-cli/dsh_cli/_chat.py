@@ -3,9 +3,9 @@
 ``ChatController`` owns the harness context and the current agent; an agent-scoped listener
 (``_AgentView``) turns that agent's session events into screen output, and ``ChatScreen`` (``_screen``)
 does the terminal. Commands: /help, /exit, /new, /clear, /resume ID, /sessions, /model [NAME],
-/mode MODE, /compact (when a compaction plugin is loaded), /reasoning, /last, /undo; ``!cmd`` runs a
-shell command through the ``bash`` tool (same mode, rules and sandbox) and keeps its output as
-context; ``@path`` attaches a workspace file to the prompt (``_attach``).
+/mode MODE, /compact (when a compaction plugin is loaded), /reasoning, /last, /cost, /undo; ``!cmd``
+runs a shell command through the ``bash`` tool (same mode, rules and sandbox) and keeps its output
+as context; ``@path`` attaches a workspace file to the prompt (``_attach``).
 """
 
 from __future__ import annotations
@@ -61,7 +61,6 @@ from ._render import (
     UsageNote,
     UserNote,
     describe_call,
-    format_tokens,
     plural,
     reasoning_summary,
     retry_line,
@@ -74,7 +73,7 @@ from ._sanitize import clean
 from ._screen import ChatScreen, file_history
 from ._sessions import print_history, stored_sessions
 from ._undo import UndoJournal, undo_root
-from ._usage import Usage, price_of
+from ._usage import Usage, prices_from
 
 if TYPE_CHECKING:
     from dsh_core import Context
@@ -102,6 +101,7 @@ _HELP = (
     ("/compact", "compact the conversation now (needs a compaction plugin)"),
     ("/reasoning", "show the last reasoning in full"),
     ("/last", "show the last tool output in full"),
+    ("/cost", "tokens and cost of this turn and of the session"),
     ("/undo", "restore the files the last turn's write_file/edit_file changed (created ones removed)"),
     ("!COMMAND", "run a shell command in the workspace (same mode and sandbox); its output joins the context"),
     ("@PATH", "in a prompt: attach that workspace file's text (Tab completes paths and commands)"),
@@ -118,6 +118,7 @@ class _AgentView:
 
     @hookimpl
     def dsh_session_event(self, event: SessionEvent) -> None:
+        self._chat.usage.observe(event)
         if event.type == InboxClearedEvent.type:
             ids = event.data.get("ids")
             self._chat.cleared([str(ident) for ident in ids] if isinstance(ids, tuple | list) else [])
@@ -152,8 +153,9 @@ class ChatController:
         self.handle: AgentHandle | None = None
         self.last_reasoning = ""
         self._reasoning_open = False
-        self.usage = Usage()
-        self.prices = config.get("plugins.cli.prices", {})
+        self.prices_of = prices_from(ctx)
+        #: the current session's tokens and cost, folded from its log
+        self.usage = Usage(self.prices_of)
         #: the last tool call and its whole output, for /last
         self.last_output: tuple[str, str] | None = None
         self._calls: dict[str, str] = {}
@@ -196,6 +198,7 @@ class ChatController:
 
         self.handle = await open_agent(self.ctx, model=self.model, cwd=self.cwd, resume=resume, setup=setup)
         session = self.handle.agent.session
+        self.usage = Usage.from_events(session.events, self.prices_of)
         if resume is not None:
             self._print_history(tuple(session.events))
         cwd = session.meta.cwd or str(self.cwd)
@@ -277,7 +280,6 @@ class ChatController:
                 screen.print(Text("  (interrupted)", style="dim"))
         elif isinstance(note, UsageNote):
             screen.add_tokens(note.input_tokens, note.output_tokens)
-            self.usage.add(note.input_tokens, note.output_tokens, price_of(self.prices, self.model))
         elif isinstance(note, ToolStarted):
             self._end_reasoning()
             screen.print(tool_call_line(note.name, note.arguments))
@@ -298,7 +300,11 @@ class ChatController:
             screen.print(Text(f"✗ prompt blocked: {note.reason}", style="red"))
         elif isinstance(note, TurnEnded):
             self._end_reasoning()
-            screen.print(turn_end_line(note.reason, seconds=screen.elapsed, tokens=screen.tokens))
+            line = turn_end_line(note.reason, seconds=screen.elapsed, tokens=screen.tokens)
+            cost = self.usage.turn_cost_text()
+            if cost is not None:
+                line.append(f"  {cost}", style="dim")
+            screen.print(line)
 
     def cleared(self, ids: list[str]) -> None:
         """``inbox/cleared``: steering the model never saw was dropped (a cancel): say so, and put it back."""
@@ -405,6 +411,9 @@ class ChatController:
                 await self._compact()
             elif name == "/last":
                 self._last()
+            elif name == "/cost":
+                for line in self.usage.report():
+                    screen.print(Text(line, style="dim"))
             elif name == "/undo":
                 await self._undo()
             elif name == "/reasoning":
@@ -527,7 +536,7 @@ class ChatController:
             parts.append(f"context {share}")
         cost = self.usage.cost_text()
         if cost is not None:
-            parts.append(cost)
+            parts.append(f"session {cost}")
         parts.append("/help")
         return " · ".join(parts)
 
@@ -677,20 +686,11 @@ async def chat_command(
             finally:
                 resumable = chat.resumable()
                 here = chat.workspace == str(cwd)
+                summary = chat.usage.summary(chat.session_id)
                 await chat.close()
+    if summary is not None:
+        Console(highlight=False).print(Text(summary, style="dim"))
     if resumable is not None:
-        Console(highlight=False).print(Text(_leaving_line(resumable, chat.usage, here=here), style="dim"))
+        also = " (or `dsh chat -c` here)" if here else ""  # -c picks this directory's latest session
+        Console(highlight=False).print(Text(f"resume with `dsh chat --resume {resumable}`{also}", style="dim"))
     return int(ExitCode.OK)
-
-
-def _leaving_line(session_id: str, usage: Usage, *, here: bool) -> str:
-    """What leaving prints: the session's tokens (and cost, when priced) and how to come back."""
-    facts = [f"session {session_id}"]
-    if usage.input_tokens or usage.output_tokens:
-        facts.append(f"↑{format_tokens(usage.input_tokens)} ↓{format_tokens(usage.output_tokens)} tokens")
-    cost = usage.cost_text()
-    if cost is not None:
-        facts.append(cost)
-    also = " (or `dsh chat -c` here)" if here else ""  # -c picks this directory's latest session
-    facts.append(f"resume with `dsh chat --resume {session_id}`{also}")
-    return " · ".join(facts)

@@ -38,7 +38,6 @@ from ._render import (
     ToolFinished,
     ToolStarted,
     TurnEnded,
-    UsageNote,
     describe_call,
     describe_reason,
     retry_line,
@@ -48,7 +47,7 @@ from ._render import (
 )
 from ._sanitize import clean_line
 from ._stdout import json_line, silence_stdout
-from ._usage import Usage, price_of
+from ._usage import Usage, prices_from
 
 if TYPE_CHECKING:
     from dsh_core import Context, ToolExecution
@@ -91,10 +90,8 @@ class RunOutput:
         self._wrote_text = False
         self._out_is_terminal = out.isatty()
         self._max_attempts = max_attempts
-        #: tokens and cost of this run's requests
+        #: tokens and cost of this run's requests (priced once the harness is up)
         self.usage = Usage()
-        #: ``(input, output)`` dollars per million tokens, when configured for the model
-        self.price: tuple[float, float] | None = None
         self._blocks = MarkdownBlocks()
         #: where Markdown is rendered (``None``: plain text)
         self._console = Console(file=out, highlight=False) if markdown and not json_lines else None
@@ -114,6 +111,7 @@ class RunOutput:
     def dsh_session_event(self, event: SessionEvent) -> None:
         if self.broken:
             return
+        self.usage.observe(event)
         try:
             self._event(event)
         except BrokenPipeError:
@@ -149,8 +147,6 @@ class RunOutput:
                 self._clear_spinner()
                 self._err.print(tool_result_line(note))
                 self._wait("waiting for the model")
-            elif isinstance(note, UsageNote):
-                self.usage.add(note.input_tokens, note.output_tokens, self.price)
             elif isinstance(note, RetryNote):
                 self._before_stderr()
                 self._err.print(retry_line(note, self._max_attempts))
@@ -344,7 +340,6 @@ async def run_command(
         max_attempts=max_attempts(config),
     )
     model = config.model
-    output.price = price_of(config.get("plugins.cli.prices", {}), model)
     prompter = _QuietWhileAsking(prompter, output)
     received: list[int] = []
     waiting = anyio.CancelScope()
@@ -354,6 +349,7 @@ async def run_command(
 
     async with open_harness(config, plugins=[CliPlugin(SessionApproval(prompter), workspace=cwd)]) as ctx:
         check_model(ctx, model, config)
+        output.usage = Usage(prices_from(ctx))
         if continue_latest:
             resume = await latest_session_id(ctx, cwd)
         async with await open_agent(ctx, model=model, cwd=cwd, resume=resume, setup=setup) as handle:

@@ -137,7 +137,9 @@ def test_leaving_prints_tokens_and_how_to_resume_and_c_continues(
         tail = _leave(first)
     finally:
         first.close(force=True)
-    found = re.search(r"session (\S+) · ↑12 ↓5 tokens · resume with `dsh chat --resume (\S+)`", tail)
+    found = re.search(
+        r"session (\S+): ↑12 ↓5 tokens\s+resume with `dsh chat --resume (\S+)` \(or `dsh chat -c` here\)", tail
+    )
     assert found is not None, tail
     assert found.group(1) == found.group(2)
     second = spawn_dsh("chat", "-c", cwd=project, env=dsh_env)
