@@ -138,7 +138,9 @@ def test_leaving_prints_tokens_and_how_to_resume_and_c_continues(
     finally:
         first.close(force=True)
     found = re.search(
-        r"session (\S+): ↑12 ↓5 tokens\s+resume with `dsh chat --resume (\S+)` \(or `dsh chat -c` here\)", tail
+        r"session ([0-9a-f-]+): ↑12 ↓5 tokens(?:\x1b\[[0-9;]*m|\s)+"
+        r"resume with `dsh chat --resume ([0-9a-f-]+)` \(or `dsh chat -c` here\)",
+        tail,
     )
     assert found is not None, tail
     assert found.group(1) == found.group(2)
