@@ -4,9 +4,9 @@ Before ``write_file`` or ``edit_file`` touches a file, ``UndoJournal`` (an agent
 ``tools/execute`` listener) keeps the file's content as it was when the turn first touched it, or
 notes that it did not exist, in the session's own storage: ``cli-undo/turn-N/`` in the session's
 folder (``dsh-persistence-jsonl``), else ``$XDG_STATE_HOME/dsh/undo/SESSION/``; never in the
-workspace. ``undo_last`` restores the files of the latest turn still kept (files the turn created
-are removed) and forgets that turn, so a second ``/undo`` goes one turn further back. What
-``bash`` changed is not kept (documented in the CLI page).
+workspace. ``undo_last`` restores the files of the latest turn still kept (its mode too; files the
+turn created are removed) and forgets that turn, so a second ``/undo`` goes one turn further back.
+What ``bash`` changed is not kept (documented in the CLI page).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -143,6 +144,7 @@ class UndoJournal:
             blob = f"{len(entries):04d}.bin"
             _fsynced_write(folder / blob, target.read_bytes())
             entry["blob"] = blob
+            entry["mode"] = stat.S_IMODE(target.stat().st_mode)
         _fsynced_write(folder / _INDEX, json.dumps([*entries, entry], indent=1).encode())
         return True
 
@@ -176,6 +178,8 @@ class UndoJournal:
                 if entry.get("existed") and entry.get("blob"):
                     path.parent.mkdir(parents=True, exist_ok=True)
                     _fsynced_write(path, (folder / str(entry["blob"])).read_bytes())
+                    if isinstance(entry.get("mode"), int):
+                        os.chmod(path, entry["mode"])
                     restored.append(Restored(str(path), removed=False))
                 elif not entry.get("existed"):
                     path.unlink(missing_ok=True)

@@ -88,7 +88,9 @@ def test_bang_runs_a_command_and_keeps_its_output_as_context(
 
 
 def test_undo_restores_the_last_turns_files(chat: Any, llm: FakeLlm, project: Path) -> None:
-    """/undo puts back the file the turn edited and removes the one it created, says which, and tells the model."""
+    """/undo puts back the file the turn edited (its mode too) and removes the one it created, says which,
+    and tells the model."""
+    (project / "notes.txt").chmod(0o640)
     llm.tool_call("edit_file", {"path": "notes.txt", "old_text": "yellow", "new_text": "green"})
     llm.tool_call("write_file", {"path": "made.txt", "content": "new file\n"})
     llm.text("Changed two files.")
@@ -100,6 +102,7 @@ def test_undo_restores_the_last_turns_files(chat: Any, llm: FakeLlm, project: Pa
     chat.sendline("/undo")
     chat.expect("undid turn 1: notes.txt \\(restored\\), made.txt \\(removed\\)")
     assert (project / "notes.txt").read_text(encoding="utf-8") == "bananas are yellow\n"
+    assert (project / "notes.txt").stat().st_mode & 0o777 == 0o640
     assert not (project / "made.txt").exists()
     assert not list(project.rglob("*undo*")), "the journal is not in the workspace"
     chat.sendline("/undo")
