@@ -217,3 +217,15 @@ def test_history_renders_markdown_when_asked() -> None:
     assert "**" not in text
     assert "Some bold words" in text
     assert "• one" in text
+
+
+def test_wrap_exact_keeps_every_character() -> None:
+    """A wrapped command joins back to itself; no line is wider than asked (wide characters count twice)."""
+    from dsh_cli._render import wrap_exact
+    from rich.cells import cell_len
+
+    text = "echo " + "x" * 30 + " && touch HIDDEN.txt; echo 漢字漢字漢字漢字漢字漢字"
+    lines = wrap_exact(text, 20)
+    assert "".join(lines) == text
+    assert all(cell_len(line) <= 20 for line in lines)
+    assert wrap_exact("a\nb", 20) == ["a", "b"], "the command's own lines are kept"
