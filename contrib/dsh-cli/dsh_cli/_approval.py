@@ -14,14 +14,14 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import shutil
 import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final, Literal, Protocol, TextIO, TypeAlias
 
 import attrs
 
-from ._render import describe_call
-from ._sanitize import clean_line
+from ._render import describe_call, question_lines, question_text
 
 if TYPE_CHECKING:
     from dsh_core import ApprovalAnswer, Deny, ToolExecution
@@ -190,9 +190,10 @@ class TerminalPrompter:
 
     async def ask(self, execution: ToolExecution, reason: str) -> Answer:
         stream = self._stream or sys.stderr
+        width = shutil.get_terminal_size().columns
         question = (
-            f"? {describe_call(execution.name, execution.arguments)} — {clean_line(reason)}\n"
-            "  allow? yes (once) / always (this session) / no (deny; a reason may follow: no, use X), then Enter: "
+            question_text(question_lines(execution.name, execution.arguments, reason, width))
+            + "  allow? yes (once) / always (this session) / no (deny; a reason may follow: no, use X), then Enter: "
         )
         while True:
             stream.write(question)

@@ -33,6 +33,23 @@ DSH_SESSIONS_DIR), then flags. API keys come only from the environment (DEEPSEEK
 """
 
 
+_CHAT_KEYS = """\
+keys:
+  Enter              send the prompt (while the agent works: steer it)
+  Alt-Enter, Ctrl-J  a new line in the prompt
+  Tab                complete a /command, or a workspace path after @
+  Up, Down           the prompts typed before (an open question: choose the answer)
+  Esc, Ctrl-C        deny an open question and cancel the turn, else cancel the running turn
+                     (Ctrl-C idle: clear the line; twice on an empty prompt: exit)
+  Ctrl-D             exit (on an empty prompt)
+
+in a prompt:
+  @PATH              attach that workspace file's text
+  !COMMAND           run a shell command (same mode and sandbox); its output joins the context
+  /help              the commands: /new /clear /resume /sessions /model /mode /compact /reasoning
+                     /last /undo /exit
+"""
+
 #: The commands dsh itself has; a plugin command of the same name is not offered.
 BUILTIN_COMMANDS: Final = (
     "run", "chat", "sessions", "plugins", "config", "models", "completion", "demo"
@@ -71,8 +88,22 @@ def _agent_options() -> argparse.ArgumentParser:
     group.add_argument(
         "--cwd", metavar="DIR", help="the workspace directory (default: the current directory)"
     )
+    return parent
+
+
+def _session_options() -> argparse.ArgumentParser:
+    """Which session ``run`` and ``chat`` work in: a new one, a stored one, or this workspace's latest."""
+    parent = argparse.ArgumentParser(add_help=False)
+    group = parent.add_argument_group("session").add_mutually_exclusive_group()
     group.add_argument(
         "-r", "--resume", metavar="ID", help="continue a stored session (an id or a unique prefix)"
+    )
+    group.add_argument(
+        "-c",
+        "--continue",
+        dest="continue_latest",
+        action="store_true",
+        help="continue the most recent session of this workspace",
     )
     return parent
 
@@ -121,6 +152,7 @@ def build_parser(
     """The ``dsh`` argument parser, with the ``plugin_commands`` given (loaded, or why they are not)."""
     config = config_options()
     agent = _agent_options()
+    session = _session_options()
     parser = argparse.ArgumentParser(
         prog="dsh",
         description=_DESCRIPTION,
@@ -132,7 +164,7 @@ def build_parser(
 
     run = commands.add_parser(
         "run",
-        parents=[config, agent],
+        parents=[config, agent, session],
         help="run one turn and exit",
         description="Run one turn. The answer streams to stdout, tool activity to stderr; the exit "
         "status says how the turn ended (0 completed, 1 error, 3 setup, 4 max-tokens, 5 stopped, "
@@ -143,13 +175,20 @@ def build_parser(
     run.add_argument(
         "--plain", action="store_true", help="print the answer as plain text, also at a terminal"
     )
+    run.add_argument(
+        "-y",
+        "--yes",
+        action="store_true",
+        help="answer every approval question with 'allow once' (each is reported on stderr); for unattended runs",
+    )
 
     chat = commands.add_parser(
         "chat",
-        parents=[config, agent],
+        parents=[config, agent, session],
         help="an interactive session",
-        description="An interactive session. Type while the agent works to steer it; Ctrl-C cancels "
-        "the turn, Ctrl-C twice on an empty prompt exits; /help lists the commands.",
+        description="An interactive session. Type while the agent works to steer it; /help lists the commands.",
+        epilog=_CHAT_KEYS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     chat.add_argument(
         "--temporal", action="store_true", help="drive a session hosted on Temporal ([plugins.temporal], dsh-temporal)"

@@ -2,38 +2,53 @@
 
 ``ChatController`` owns the harness context and the current agent; an agent-scoped listener
 (``_AgentView``) turns that agent's session events into screen output, and ``ChatScreen`` (``_screen``)
-does the terminal. Commands: /help, /exit, /new, /resume ID, /sessions, /model [NAME], /mode MODE,
-/compact (when a compaction plugin is loaded), /reasoning, /cost.
+does the terminal. Commands: /help, /exit, /new, /clear, /resume ID, /sessions, /model [NAME],
+/mode MODE, /compact (when a compaction plugin is loaded), /reasoning, /last, /cost, /undo; ``!cmd``
+runs a shell command through the ``bash`` tool (same mode, rules and sandbox) and keeps its output
+as context; ``@path`` attaches a workspace file to the prompt (``_attach``).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import secrets
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
+import anyio.abc
 import attrs
 from prompt_toolkit.patch_stdout import patch_stdout
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from dsh_core import AgentHandle, SessionEvent, hookimpl
+from dsh_core import AgentHandle, SessionEvent, ToolExecution, hookimpl
+from dsh_core import Text as TextBlock
 from dsh_core.session_log import InboxClearedEvent, TurnStartEvent
 
 from ._approval import SessionApproval
 from ._args import MODES
+from ._attach import ChatCompleter, attach_files
 from ._config import EffectiveConfig, max_attempts
-from ._diff import edit_diff
+from ._diff import file_diff
 from ._errors import CliError
 from ._exit import ExitCode
-from ._launch import check_model, maybe_await, open_agent, open_harness, resolve_session_id
+from ._launch import (
+    check_model,
+    latest_session_id,
+    maybe_await,
+    open_agent,
+    open_harness,
+    resolve_session_id,
+)
 from ._markdown import MarkdownBlocks
 from ._plugin import CliPlugin
 from ._questions import ChatQuestions
 from ._render import (
+    PROMPT_MARK,
     BlockEnded,
     EventFeed,
     Note,
@@ -47,6 +62,7 @@ from ._render import (
     UsageNote,
     UserNote,
     describe_call,
+    plural,
     reasoning_summary,
     retry_line,
     tool_call_line,
@@ -54,9 +70,11 @@ from ._render import (
     turn_end_line,
     user_line,
 )
+from ._sanitize import clean
 from ._screen import ChatScreen, file_history
 from ._sessions import print_history, stored_sessions
 from ._todo_list import TodoChecklist
+from ._undo import UndoJournal, undo_root
 from ._usage import Usage, prices_from
 
 if TYPE_CHECKING:
@@ -66,12 +84,18 @@ if TYPE_CHECKING:
 
 __all__ = ["ChatController", "chat_command"]
 
+#: lines of a ``!command``'s output shown (the model gets all of it)
+_SHELL_LINES = 40
+#: context the chat prints itself when it adds it (``!cmd``, ``/undo``, source plugin ``cli``): not echoed again
+_SHOWN_BY_US = ("cli",)
+
 #: turns of history printed when a session is resumed
 HISTORY_TURNS = 10
 
 _HELP = (
     ("/help", "this list"),
     ("/new", "start a new session"),
+    ("/clear", "the same: a fresh conversation (the old session stays stored)"),
     ("/resume ID", "continue a stored session (an id or a unique prefix)"),
     ("/sessions", "the stored sessions, newest first"),
     ("/model [NAME]", "show or switch the model (provider/model)"),
@@ -80,6 +104,9 @@ _HELP = (
     ("/reasoning", "show the last reasoning in full"),
     ("/last", "show the last tool output in full"),
     ("/cost", "tokens and cost of this turn and of the session"),
+    ("/undo", "restore the files the last turn's write_file/edit_file changed (created ones removed)"),
+    ("!COMMAND", "run a shell command in the workspace (same mode and sandbox); its output joins the context"),
+    ("@PATH", "in a prompt: attach that workspace file's text (Tab completes paths and commands)"),
     ("/exit", "leave (also Ctrl-D, or Ctrl-C twice on an empty prompt)"),
 )
 
@@ -143,6 +170,12 @@ class ChatController:
         self.steering: dict[str, str] = {}
         #: the scope of the line being handled (``loop``), which a Ctrl-C between input lines cancels
         self._handling: anyio.CancelScope | None = None
+        #: what the file tools changed, per turn, for /undo
+        self.journal = UndoJournal(lambda session_id: undo_root(ctx, session_id))
+        #: where a ``!command`` runs while the input line stays open (its approval is asked there)
+        self.tasks: anyio.abc.TaskGroup | None = None
+        #: the scope of the ``!command`` running, which Ctrl-C cancels
+        self._shell: anyio.CancelScope | None = None
 
     # ------------------------------------------------------------------ the agent
 
@@ -165,6 +198,7 @@ class ChatController:
 
         def setup(agent_ctx: Context) -> None:
             agent_ctx.register_plugin(_AgentView(self), name="cli-chat-view")
+            agent_ctx.register_plugin(self.journal, name="cli-undo-journal")
 
         self.handle = await open_agent(self.ctx, model=self.model, cwd=self.cwd, resume=resume, setup=setup)
         session = self.handle.agent.session
@@ -186,6 +220,13 @@ class ChatController:
             await handle.dispose()
             self.screen.turn_finished()
 
+    @property
+    def workspace(self) -> str:
+        """The current session's workspace (where its tools run), else the chat's directory."""
+        if self.handle is not None and self.handle.agent.session.meta.cwd:
+            return str(self.handle.agent.session.meta.cwd)
+        return str(self.cwd)
+
     def resumable(self) -> str | None:
         """The current session's id when it has a turn to come back to."""
         if self.handle is None:
@@ -194,6 +235,8 @@ class ChatController:
         return session.id if any(event.type == TurnStartEvent.type for event in session.events) else None
 
     def cancel(self) -> None:
+        if self._shell is not None:
+            self._shell.cancel()
         if self.handle is not None:
             self.handle.agent.cancel()
 
@@ -204,7 +247,10 @@ class ChatController:
             shown = events[starts[-HISTORY_TURNS] :]
             self.screen.print(Text(f"… {len(starts) - HISTORY_TURNS} earlier turns not shown", style="dim"))
         print_history(
-            self.screen.console, shown, reasoning="collapsed" if self.reasoning != "hidden" else "hidden"
+            self.screen.console,
+            shown,
+            reasoning="collapsed" if self.reasoning != "hidden" else "hidden",
+            markdown=self.markdown,
         )
 
     # ------------------------------------------------------------------ output of the agent's events
@@ -212,6 +258,8 @@ class ChatController:
     def show(self, note: Note) -> None:
         """Put one note of the agent's event stream on the screen."""
         screen = self.screen
+        if isinstance(note, TextPiece | ReasoningPiece):
+            screen.count_streamed(len(note.text))
         if isinstance(note, TextPiece):
             self._end_reasoning()
             if not self.markdown:
@@ -240,7 +288,7 @@ class ChatController:
         elif isinstance(note, ToolStarted):
             self._end_reasoning()
             screen.print(tool_call_line(note.name, note.arguments))
-            diff = edit_diff(note.name, note.arguments)
+            diff = file_diff(note.name, note.arguments, self.workspace)
             if diff is not None:
                 screen.print(diff)
             screen.set_activity(describe_call(note.name, note.arguments, width=50))
@@ -251,7 +299,7 @@ class ChatController:
             self.last_output = (self._calls.pop(note.call_id, note.name), note.text)
         elif isinstance(note, RetryNote):
             screen.print(retry_line(note, max_attempts(self.config)))
-        elif isinstance(note, UserNote) and note.kind not in ("user", "steering"):
+        elif isinstance(note, UserNote) and note.kind not in ("user", "steering", *_SHOWN_BY_US):
             screen.print(Text(f"  [{note.kind}] {note.text[:200]}", style="dim"))
         elif isinstance(note, PromptBlocked):
             screen.print(Text(f"✗ prompt blocked: {note.reason}", style="red"))
@@ -303,9 +351,16 @@ class ChatController:
         if not text:
             return True
         if text.startswith("/"):
+            self.screen.print(Text(f"{PROMPT_MARK}{text}", style="bold dim"))  # outputs stay apart
             return await self.command(text)
         if self.handle is None:
             self.screen.print(Text("no session: /new or /resume ID", style="red"))
+            return True
+        if self._shell is not None:
+            self.screen.print(Text("a !command is running: wait for it, or press Ctrl-C", style="yellow"))
+            return True
+        if text.startswith("!"):
+            self._start_shell(text[1:].strip())
             return True
         agent = self.handle.agent
         if self.running:
@@ -318,7 +373,11 @@ class ChatController:
             # The prompt starts a turn at once, whose output follows its echo; the next line is read
             # only once the prompt is on disk.
             self.screen.print(user_line(text, "user"))
-            agent.send(text)
+            prompt, attached = attach_files(text, Path(self.workspace))
+            for file in attached:
+                cut = "; cut to its start" if file.cut else ""
+                self.screen.print(Text(f"  📎 {file.path} ({plural(file.lines, 'line')}{cut})", style="dim"))
+            agent.send(prompt)
             self.screen.turn_started()
             await self._stored(agent)
         return True
@@ -340,7 +399,7 @@ class ChatController:
                 return False
             if name == "/help":
                 self._help()
-            elif name in ("/new", "/resume"):
+            elif name in ("/new", "/clear", "/resume"):
                 if self.running:
                     screen.print(
                         Text("the agent is working: wait, or press Ctrl-C to cancel first", style="yellow")
@@ -362,6 +421,8 @@ class ChatController:
             elif name == "/cost":
                 for line in self.usage.report():
                     screen.print(Text(line, style="dim"))
+            elif name == "/undo":
+                await self._undo()
             elif name == "/reasoning":
                 if self.last_reasoning:
                     screen.print(Text(self.last_reasoning.strip(), style="dim italic"))
@@ -372,6 +433,95 @@ class ChatController:
         except CliError as exc:
             screen.print(Text(f"✗ {exc}", style="red"))
         return True
+
+    def _start_shell(self, command: str) -> None:
+        """``!command``: run it in the background, so that the input line (and an approval question) stays open."""
+        if not command:
+            self.screen.print(Text("usage: !COMMAND  (e.g. !git status)", style="yellow"))
+            return
+        if self.handle is None or self.running:
+            self.screen.print(Text("the agent is working: run the command when it is idle", style="yellow"))
+            return
+        self.screen.print(Text.assemble(("! ", "bold magenta"), (command, "bold")))
+        if self.tasks is None:
+            return
+        self._shell = anyio.CancelScope()
+        self.screen.turn_started()
+        self.screen.set_activity(f"! {command[:40]}")
+        self.tasks.start_soon(self._run_shell, command, self._shell)
+
+    async def _run_shell(self, command: str, scope: anyio.CancelScope) -> None:
+        try:
+            with scope:
+                await self._shell_command(command)
+            if scope.cancelled_caught:
+                self.screen.print(Text("cancelled", style="yellow"))
+        except Exception as exc:  # noqa: BLE001 - shown: a failing command never ends the chat
+            self.screen.print(Text(f"✗ {exc}", style="red"))
+        finally:
+            self._shell = None
+            self.screen.turn_finished()
+
+    async def _shell_command(self, command: str) -> None:
+        """Run ``command`` through the ``bash`` tool (its mode, rules, sandbox, approval), show its
+        output, and keep it as context for the next turn; the model is not called."""
+        screen = self.screen
+        if self.handle is None:
+            return
+        agent = self.handle.agent
+        execution = ToolExecution(
+            call_id=f"user-shell-{secrets.token_hex(4)}",
+            name="bash",
+            arguments=json.dumps({"command": command}),
+            agent_id=agent.id,
+            session_id=agent.session.id,
+            cwd=self.workspace,
+            ctx=agent.ctx,
+        )
+        result = await agent.ctx.tools.execute(execution)
+        output = clean("".join(block.text for block in result.content if isinstance(block, TextBlock)))
+        lines = output.rstrip().splitlines()
+        style = "red" if result.is_error else "dim"
+        for line in lines[:_SHELL_LINES]:
+            screen.print(Text(f"  {line}", style=style))
+        if len(lines) > _SHELL_LINES:
+            screen.print(Text(f"  … {len(lines) - _SHELL_LINES} more lines (all of it goes to the model)", style="dim"))
+        if result.error_code == "DENIED":
+            return  # not run: nothing to tell the model
+        agent.inject(
+            f"The user ran a shell command in the workspace:\n$ {command}\n<output>\n{output.rstrip()}\n</output>",
+            source={"kind": "plugin", "plugin": "cli", "cli": "shell"},
+        )
+        await self._stored(agent)
+        screen.print(Text("  (kept as context for the next prompt)", style="dim"))
+
+    async def _undo(self) -> None:
+        """``/undo``: put back the files the latest kept turn's file tools changed, and tell the model."""
+        if self.handle is None:
+            raise CliError("no session: /new or /resume ID")
+        if self.running:
+            raise CliError("the agent is working: undo when it is idle (Ctrl-C cancels the turn)")
+        agent = self.handle.agent
+        undone = await anyio.to_thread.run_sync(self.journal.undo_last, agent.session.id)
+        if undone is None:
+            self.screen.print(Text("nothing to undo: no file changes of write_file/edit_file are kept", style="dim"))
+            return
+        turn, files = undone
+        shown = [self._relative(file.path) for file in files]
+        words = ", ".join(f"{path} ({'removed' if file.removed else 'restored'})" for path, file in zip(shown, files, strict=True))
+        self.screen.print(Text(f"↶ undid turn {turn}: {words}", style="yellow"))
+        agent.inject(
+            f"The user undid the file changes of turn {turn}; these files are back as they were before it: "
+            + ", ".join(shown),
+            source={"kind": "plugin", "plugin": "cli", "cli": "undo"},
+        )
+        await self._stored(agent)
+
+    def _relative(self, path: str) -> str:
+        try:
+            return str(Path(path).relative_to(self.workspace))
+        except ValueError:
+            return path
 
     def _last(self) -> None:
         if self.last_output is None:
@@ -494,7 +644,9 @@ class ChatController:
         return True
 
 
-async def chat_command(config: EffectiveConfig, *, cwd: Path, resume: str | None = None) -> int:
+async def chat_command(
+    config: EffectiveConfig, *, cwd: Path, resume: str | None = None, continue_latest: bool = False
+) -> int:
     """Run ``dsh chat``; returns the exit status."""
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise CliError("dsh chat needs a terminal; use `dsh run PROMPT` from scripts", code=ExitCode.USAGE)
@@ -509,11 +661,19 @@ async def chat_command(config: EffectiveConfig, *, cwd: Path, resume: str | None
             return "dsh"
         return chat.status()
 
-    screen = ChatScreen(on_cancel=cancel, toolbar=toolbar, history=file_history(os.environ))
+    commands = [*(command.split()[0] for command, _ in _HELP if command.startswith("/")), "/quit"]
+    screen = ChatScreen(
+        on_cancel=cancel,
+        toolbar=toolbar,
+        history=file_history(os.environ),
+        completer=ChatCompleter(commands, lambda: Path(chat.workspace) if chat is not None else cwd),
+    )
     approval = SessionApproval(screen)
     questions = ChatQuestions(screen)
-    async with open_harness(config, plugins=[CliPlugin(approval, questions)]) as ctx:
+    async with open_harness(config, plugins=[CliPlugin(approval, questions, workspace=cwd)]) as ctx:
         check_model(ctx, config.model, config)
+        if continue_latest:
+            resume = await latest_session_id(ctx, cwd)
         chat = ChatController(ctx, config, cwd=cwd, screen=screen)
         chat.questions = questions
         screen.above = TodoChecklist(lambda: chat.handle.agent.session if chat and chat.handle else None).lines
@@ -528,16 +688,19 @@ async def chat_command(config: EffectiveConfig, *, cwd: Path, resume: str | None
             await chat.open(resume)
             try:
                 async with anyio.create_task_group() as tasks:
+                    chat.tasks = tasks
                     tasks.start_soon(screen.animate)
                     with screen.interrupts(stop_command=chat.stop_command, on_exit=tasks.cancel_scope.cancel):
                         await chat.loop()
                     tasks.cancel_scope.cancel()
             finally:
                 resumable = chat.resumable()
+                here = chat.workspace == str(cwd)
                 summary = chat.usage.summary(chat.session_id)
                 await chat.close()
     if summary is not None:
         Console(highlight=False).print(Text(summary, style="dim"))
     if resumable is not None:
-        Console(highlight=False).print(Text(f"resume with `dsh chat --resume {resumable}`", style="dim"))
+        also = " (or `dsh chat -c` here)" if here else ""  # -c picks this directory's latest session
+        Console(highlight=False).print(Text(f"resume with `dsh chat --resume {resumable}`{also}", style="dim"))
     return int(ExitCode.OK)

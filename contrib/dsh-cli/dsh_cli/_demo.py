@@ -215,7 +215,7 @@ def _config(root: Path) -> dict[str, Any]:
 async def _turn(
     ctx: Context, console: Console, session_id: str, prompt: str, *, resume: bool, cwd: Path
 ) -> str:
-    printer = TranscriptPrinter(console, reasoning="shown")
+    printer = TranscriptPrinter(console, reasoning="shown", cwd=str(cwd))
 
     def setup(agent_ctx: Context) -> None:
         agent_ctx.register_plugin(_Live(printer), name="cli-demo-live")
@@ -230,7 +230,7 @@ async def _turn(
     async with handle:
         if resume:
             console.print(Rule(Text(f"resumed session {session_id} from disk: its history", style="bold")))
-            print_history(console, tuple(handle.agent.session.events), reasoning="collapsed")
+            print_history(console, tuple(handle.agent.session.events), reasoning="collapsed", markdown=False)
             console.print(Rule(Text("the conversation goes on", style="bold")))
         outcome = await handle.agent.run(prompt)
         printer.print_all(())

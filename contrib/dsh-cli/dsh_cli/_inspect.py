@@ -18,7 +18,7 @@ from rich.text import Text
 from dsh_core import ENTRY_POINT_GROUP, installed_plugins
 
 from ._config import EffectiveConfig
-from ._render import format_tokens
+from ._render import format_window
 from ._sanitize import clean_line
 from ._stdout import output_console
 
@@ -243,8 +243,8 @@ async def models_command(config: EffectiveConfig) -> int:
                 table.add_row(
                     "*" if ident == default else "",
                     Text(clean_line(ident)),
-                    format_tokens(int(info.context_window)),
-                    format_tokens(int(info.max_output_tokens)),
+                    format_window(int(info.context_window)),
+                    format_window(int(info.max_output_tokens)),
                     _price_text(ctx, ident),
                     Text(key),
                 )

@@ -24,6 +24,7 @@ __all__ = [
     "DEMO_HINT",
     "api_key_env",
     "check_model",
+    "latest_session_id",
     "maybe_await",
     "new_session_id",
     "open_agent",
@@ -162,6 +163,39 @@ async def resolve_session_id(ctx: Context, wanted: str) -> str:
         raise CliError(msg)
     msg = f"no stored session {wanted!r}; `dsh sessions list` shows the stored sessions"
     raise CliError(msg)
+
+
+async def latest_session_id(ctx: Context, cwd: Path) -> str:
+    """The most recently updated stored session started in ``cwd`` (``-c/--continue``).
+
+    Sessions without a turn, and child sessions (forks, sub-agents: they name a parent), are not
+    candidates.
+
+    :raises CliError: when this workspace has no stored session.
+    """
+    persistence = persistence_of(ctx, "continue the latest session")
+    best: tuple[float, str] | None = None
+    for item in await maybe_await(persistence.list()):
+        if isinstance(item, str):  # a store that lists ids only: load each to read its cwd
+            loaded = await persistence.read(item) if hasattr(persistence, "read") else await persistence.load(item)
+            where, parent = loaded.meta.cwd, loaded.meta.parent_id
+            events = tuple(loaded.events)
+            turns = any(event.type == "turn/start" for event in events)
+            updated = events[-1].time if events else 0.0
+            ident = item
+        else:
+            where, parent = getattr(item, "cwd", None), getattr(item, "parent_id", None)
+            turns = int(getattr(item, "turns", 0) or 0) > 0
+            updated = float(getattr(item, "modified", None) or getattr(item, "created", None) or 0.0)
+            ident = str(item.id)
+        if where != str(cwd) or parent or not turns:
+            continue
+        if best is None or (updated, ident) > best:
+            best = (updated, ident)
+    if best is None:
+        msg = f"no stored session to continue in {cwd}; start one with `dsh chat` or `dsh run PROMPT`"
+        raise CliError(msg)
+    return best[1]
 
 
 Setup = Callable[[Context], "Awaitable[None] | None"]

@@ -152,7 +152,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         plugin_commands = _plugin_commands(argv)
         parser = build_parser(plugin_commands)
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:  # said by the command they were given to, with its usage (not dsh's)
+            _innermost(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
         if args.version:
             print(f"dsh {_version()}")
             return int(ExitCode.OK)
@@ -162,10 +164,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return _quiet_broken_pipe()
     except BaseException as error:
+        if _only(error, BrokenPipeError):  # closed while a task group was open
+            return _quiet_broken_pipe()
         expected = _expected(error)
         if expected is None:
             raise
         return _report(expected)
+
+
+def _innermost(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the (sub)command ``args`` chose: ``dsh sessions show``'s, ``dsh run``'s, or ``dsh``'s."""
+    import argparse
+
+    for attribute in ("command", "verb", "config_verb"):
+        chosen = getattr(args, attribute, None)
+        subparsers = next(
+            (a for a in parser._actions if isinstance(a, argparse._SubParsersAction)),  # no public accessor
+            None,
+        )
+        if chosen is None or subparsers is None or chosen not in subparsers.choices:
+            continue
+        parser = subparsers.choices[chosen]
+    return parser
+
+
+def _only(error: BaseException, kind: type[BaseException]) -> bool:
+    """Whether ``error`` is ``kind``, or a group holding nothing else."""
+    if isinstance(error, BaseExceptionGroup):
+        return all(_only(inner, kind) for inner in error.exceptions)
+    return isinstance(error, kind)
 
 
 def _quiet_broken_pipe() -> int:
@@ -215,11 +242,18 @@ def _dispatch(
     if command == "chat" and getattr(args, "temporal", False):  # the agent source: a session on Temporal
         from ._temporal_chat import temporal_chat_command
 
+        if args.continue_latest:
+            from ._errors import CliError
+
+            raise CliError("--continue is not available with --temporal; give --resume ID", code=ExitCode.USAGE)
+
         return _run_async(temporal_chat_command, config, cwd=cwd, resume=args.resume)
     if command == "chat":
         from ._chat import chat_command
 
-        return _run_async(chat_command, config, cwd=cwd, resume=args.resume)
+        return _run_async(
+            chat_command, config, cwd=cwd, resume=args.resume, continue_latest=args.continue_latest
+        )
     if command == "sessions" and args.verb == "resume":
         from ._chat import chat_command
 
@@ -264,8 +298,10 @@ def _run(args: argparse.Namespace, piped: str | None) -> int:
         prompt=prompt,
         cwd=cwd,
         resume=args.resume,
+        continue_latest=args.continue_latest,
         json_lines=args.json,
         plain=args.plain,
+        yes=args.yes,
     )
 
 

@@ -1,7 +1,8 @@
 """Markdown rendered as it streams: the answer is cut into finished blocks, each rendered once with rich.
 
 A block is finished when a blank line ends it (a paragraph, a list), when its line is a heading,
-or when its closing fence ends a code block; until then it is *pending*, shown as it arrives in
+when its closing fence ends a code block, or — a list item — when the next item starts (so a list
+is shown rendered item by item as it streams, not raw until it ends); until then it is *pending*, shown as it arrives in
 the live area. A block is never re-rendered once printed, so what scrolls up is final, and a code
 block is highlighted only when it is whole. ``flush`` ends the last block (the message is complete).
 """
@@ -14,10 +15,18 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
-__all__ = ["MarkdownBlocks", "render_block"]
+__all__ = ["ListItem", "MarkdownBlocks", "render_block"]
 
 _FENCE: Final = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _HEADING: Final = re.compile(r"^ {0,3}#{1,6}(\s|$)")
+#: a list item at the left margin (a nested one is indented, and belongs to its parent item)
+_ITEM: Final = re.compile(r"^(?:[-*+]|\d{1,9}[.)])[ \t]")
+
+
+class ListItem(str):
+    """A finished list item; ``continues`` when it follows an item of the same list (printed with no blank line)."""
+
+    continues: bool = False
 
 #: the syntax-highlighting theme of code blocks
 CODE_THEME: Final = "monokai"
@@ -43,6 +52,7 @@ class MarkdownBlocks:
         self._fence: str | None = None  # the marker of the open code block
         #: blocks returned so far (a blank line goes between two blocks)
         self.count = 0
+        self._in_list = False  # the last block returned was a list item
 
     @property
     def pending(self) -> str:
@@ -56,6 +66,8 @@ class MarkdownBlocks:
         while "\n" in self._tail:
             line, _, self._tail = self._tail.partition("\n")
             finished += self._line(line + "\n")
+        if self._fence is None and _ITEM.match(self._tail) and self._lines and _ITEM.match(self._lines[0]):
+            finished += self._close()  # the next item has begun: the one before it is whole
         return finished
 
     def flush(self) -> list[str]:
@@ -81,6 +93,10 @@ class MarkdownBlocks:
             return finished
         if not line.strip():
             return self._close()
+        if _ITEM.match(line) and self._lines and _ITEM.match(self._lines[0]):
+            finished = self._close()  # the item before this one is whole
+            self._lines.append(line)
+            return finished
         if _HEADING.match(line):
             finished = self._close()
             self._lines.append(line)
@@ -91,7 +107,13 @@ class MarkdownBlocks:
     def _close(self) -> list[str]:
         block = "".join(self._lines).strip("\n")
         self._lines = []
+        previous_item, self._in_list = self._in_list, False
         if not block.strip():
             return []
         self.count += 1
+        if _ITEM.match(block):
+            item = ListItem(block)
+            item.continues = previous_item
+            self._in_list = True
+            return [item]
         return [block]

@@ -1,4 +1,5 @@
-"""The ``cli`` plugin: the ``[plugins.cli]`` table, and the ``approval`` service while a human is at the keyboard.
+"""The ``cli`` plugin: the ``[plugins.cli]`` table, the ``approval`` service while a human is at the keyboard,
+and the project's environment and instructions in the system prompt (``_project``).
 
 Found through the entry point ``cli`` it is inert: it only validates ``[plugins.cli]``, so that the
 table belongs to a plugin and a harness embedding dsh never gets a terminal approval channel it did
@@ -16,6 +17,8 @@ import attrs
 from ._config import DEFAULT_MODEL
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from dsh_core import Context
 
     from ._approval import Approver
@@ -52,16 +55,26 @@ class CliPlugin:
     name = "cli"
     Config = CliConfig
 
-    def __init__(self, approval: Approver | None = None, question: object | None = None) -> None:
+    def __init__(
+        self, approval: Approver | None = None, question: object | None = None, *, workspace: Path | None = None
+    ) -> None:
         self._approval = approval
         self._question = question  # the ``question`` service of ask_user (``_questions``)
+        #: the command's workspace: its environment and AGENTS.md instructions join the system prompt
+        self._workspace = workspace
         #: read by the host on the instance: the service exists only when a channel was given
         self.provides: tuple[str, ...] = ("approval",) if approval is not None else ()
         if question is not None:
             self.provides = (*self.provides, "question")
+        #: started after the system prompt service, to add sections to it
+        self.uses: tuple[str, ...] = ("system_prompt",) if workspace is not None else ()
 
     def start(self, ctx: Context) -> None:
         if self._approval is not None:
             ctx.provide("approval", self._approval)
         if self._question is not None:
             ctx.provide("question", self._question)
+        if self._workspace is not None and ctx.get_service("system_prompt") is not None:
+            from ._project import register_project_prompt
+
+            register_project_prompt(ctx, self._workspace)

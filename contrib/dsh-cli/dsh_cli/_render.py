@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, TypeAlias
 
 import attrs
+from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
@@ -34,7 +35,7 @@ from dsh_core.session_log import (
     UserMessageEvent,
 )
 
-from ._diff import edit_diff
+from ._diff import file_diff, history_diff
 from ._sanitize import clean
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "EventFeed",
     "Note",
     "PromptBlocked",
+    "QuestionLines",
     "ReasoningPiece",
     "RetryNote",
     "StepStarted",
@@ -58,14 +60,19 @@ __all__ = [
     "describe_reason",
     "describe_result",
     "format_tokens",
+    "format_window",
     "message_text",
     "plural",
+    "question_lines",
+    "question_text",
     "reasoning_summary",
     "retry_line",
     "tool_call_line",
     "tool_result_line",
     "turn_end_line",
     "user_line",
+    "whole_call",
+    "wrap_exact",
 ]
 
 # ---------------------------------------------------------------------- notes
@@ -222,7 +229,10 @@ class EventFeed:
         if kind in (UserMessageEvent.type, SteeringMessageEvent.type, ContextMessageEvent.type):
             message = data["message"]
             source = message.get("source") or {}
-            return [UserNote(clean(message_text(message)), clean(str(source.get("kind", "user"))))]
+            kind = source.get("kind", "user")
+            if kind == "plugin" and source.get("plugin"):  # named by the plugin that added it
+                kind = source["plugin"]
+            return [UserNote(clean(message_text(message)), clean(str(kind)))]
         if kind == AssistantChunkEvent.type:
             return self._chunk(data["chunk"])
         if kind == AssistantMessageEvent.type:
@@ -363,6 +373,78 @@ def describe_call(name: str, arguments: str | Mapping[str, Any], width: int = 80
     return _shorten(f"{name}({shown})", width)
 
 
+def whole_call(name: str, arguments: str | Mapping[str, Any]) -> str:
+    """Every character of a call, for a question about it: a ``bash`` command as written (its lines
+    kept), a file edit by its path (its diff is shown beside it), any other call with all its arguments."""
+    parsed: Any = arguments
+    if isinstance(arguments, str):
+        try:
+            parsed = json.loads(arguments) if arguments.strip() else {}
+        except ValueError:
+            return clean(f"{name} {arguments}")
+    if not isinstance(parsed, Mapping):
+        return clean(f"{name} {parsed!r}")
+    if name == "bash" and isinstance(parsed.get("command"), str):
+        rest = {k: v for k, v in parsed.items() if k != "command"}
+        extra = "".join(f"\n({k}={json.dumps(v)})" for k, v in rest.items())
+        return clean(f"bash $ {parsed['command']}{extra}")
+    if name in ("edit_file", "write_file") and isinstance(parsed.get("path"), str):
+        rest = {k: v for k, v in parsed.items() if k not in ("path", "content", "old_text", "new_text")}
+        shown = "".join(f" {k}={json.dumps(v)}" for k, v in rest.items())
+        return clean(f"{name} {parsed['path']}{shown}")
+    shown = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in parsed.items())
+    return clean(f"{name}({shown})")
+
+
+def _fitting(text: str, width: int) -> int:
+    """How many characters of ``text`` fit in ``width`` cells (at least one)."""
+    used = 0
+    for index, char in enumerate(text):
+        used += cell_len(char)
+        if used > width:
+            return max(1, index)
+    return len(text)
+
+
+def wrap_exact(text: str, width: int) -> list[str]:
+    """``text`` cut into lines of at most ``width`` cells, at a space where one is near; joined they are
+    ``text`` again, character for character (its own newlines end lines too)."""
+    width = max(8, width)
+    lines: list[str] = []
+    for line in text.expandtabs(4).split("\n"):
+        while cell_len(line) > width:
+            cut = _fitting(line, width)
+            space = line.rfind(" ", 0, cut)
+            if space >= cut // 2:
+                cut = space + 1
+            lines.append(line[:cut])
+            line = line[cut:]
+        lines.append(line)
+    return lines
+
+
+@attrs.frozen
+class QuestionLines:
+    """An approval question laid out for a terminal ``width``: the whole call, then the reason, wrapped."""
+
+    call: tuple[str, ...]
+    reason: tuple[str, ...]
+
+
+def question_lines(name: str, arguments: str | Mapping[str, Any], reason: str, width: int) -> QuestionLines:
+    """The call (after ``? allow ``, continued under it) and the reason (after ``  why: ``), nothing cut."""
+    call = wrap_exact(whole_call(name, arguments), width - 8)
+    why = wrap_exact(clean(reason), width - 8)
+    return QuestionLines(tuple(call), tuple(why))
+
+
+def question_text(lines: QuestionLines) -> str:
+    """The question as plain lines: ``? allow CALL`` (continued under it), ``  why:  REASON``, each ending in a newline."""
+    call = [f"{'? allow ' if i == 0 else ' ' * 8}{line}" for i, line in enumerate(lines.call)]
+    why = [f"{'  why:  ' if i == 0 else ' ' * 8}{line}" for i, line in enumerate(lines.reason)]
+    return "".join(f"{line}\n" for line in (*call, *why))
+
+
 #: lines of an error result shown (the whole message of an INVALID_ARGS, up to this many lines)
 ERROR_LINES = 12
 
@@ -396,6 +478,14 @@ def format_tokens(count: int) -> str:
     if count < 1_000_000:
         return f"{count // 1000}k"
     return f"{count / 1_000_000:.1f}M"
+
+
+def format_window(count: int) -> str:
+    """A context window or output limit: ``8k`` for 8192 and ``32k`` for 32768 alike (powers of two in
+    KiB, as model cards write them), else ``format_tokens`` (``128k`` for 128000)."""
+    if count >= 1024 and count % 1024 == 0 and count < 1_048_576:
+        return f"{count // 1024}k"
+    return format_tokens(count)
 
 
 def reasoning_summary(text: str, width: int = 90) -> str:
@@ -483,9 +573,22 @@ class TranscriptPrinter:
     """
 
     def __init__(
-        self, console: Console, *, reasoning: str = "shown", max_attempts: int | None = None
+        self,
+        console: Console,
+        *,
+        reasoning: str = "shown",
+        max_attempts: int | None = None,
+        cwd: str | None = None,
+        markdown: bool = False,
     ) -> None:
         self.console = console
+        #: render each answer as Markdown once it is whole (a transcript from history at a terminal)
+        self.markdown = markdown
+        self._answer = ""
+        #: live, the workspace: a file edit's diff is drawn from the file before it runs; ``None``
+        #: (history): from the call and its result, once the result is known
+        self.cwd = cwd
+        self._calls: dict[str, ToolStarted] = {}
         self.reasoning = reasoning
         #: attempts per request, for ``retrying 2/5``
         self.max_attempts = max_attempts
@@ -517,10 +620,18 @@ class TranscriptPrinter:
             self._tokens[1] += note.output_tokens
         elif isinstance(note, ToolStarted):
             console.print(tool_call_line(note.name, note.arguments))
-            diff = edit_diff(note.name, note.arguments)
-            if diff is not None:
-                console.print(diff)
+            if self.cwd is not None:
+                diff = file_diff(note.name, note.arguments, self.cwd)
+                if diff is not None:
+                    console.print(diff)
+            else:
+                self._calls[note.call_id] = note
         elif isinstance(note, ToolFinished):
+            call = self._calls.pop(note.call_id, None)
+            if call is not None:
+                diff = history_diff(call.name, call.arguments, note.text, note.error_code is not None)
+                if diff is not None:
+                    console.print(diff)
             console.print(tool_result_line(note))
         elif isinstance(note, RetryNote):
             console.print(retry_line(note, self.max_attempts))
@@ -549,6 +660,9 @@ class TranscriptPrinter:
         if kind == "reasoning" and self.reasoning != "shown":
             self._reasoning_text += piece.text
             return
+        if kind == "text" and self.markdown:
+            self._answer += piece.text
+            return
         text = piece.text.lstrip("\n") if self._fresh else piece.text
         if not text:
             return
@@ -561,6 +675,11 @@ class TranscriptPrinter:
         self._line_open = not text.endswith("\n")
 
     def _close(self) -> None:
+        if self._answer.strip():
+            from ._markdown import render_block
+
+            self.console.print(render_block(self._answer.strip("\n")))
+        self._answer = ""
         if self._open == "reasoning" and self.reasoning == "collapsed" and self._reasoning_text.strip():
             self.console.print(Text(f"✻ {reasoning_summary(self._reasoning_text)}", style="dim italic"))
         elif self._line_open:

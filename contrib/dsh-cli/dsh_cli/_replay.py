@@ -25,6 +25,7 @@ from dsh_core.testing import DEFAULT_MODEL_INFO, ReplayReport, replay_session
 
 from ._exit import ExitCode
 from ._launch import resolve_session_id
+from ._project import RecordedProjectPrompt
 from ._sanitize import clean_line
 from ._stdout import json_line
 
@@ -63,6 +64,14 @@ def _model_info(ctx: Context, events: Any) -> ModelInfo:
     return DEFAULT_MODEL_INFO
 
 
+def _recorded_system(events: Any) -> str:
+    """The system prompt of the recording's first request ("" without one)."""
+    for event in events:
+        if event.type == RequestHeaderEvent.type:
+            return str(event.data.get("system") or "")
+    return ""
+
+
 async def replay_command(
     ctx: Context, persistence: Any, args: argparse.Namespace, console: Console, config: Mapping[str, Any]
 ) -> int:
@@ -72,6 +81,7 @@ async def replay_command(
     events = tuple(loaded.events)
     report = await replay_session(
         events,
+        plugins=[RecordedProjectPrompt(_recorded_system(events))],
         config=replay_config(config),
         tools="live" if args.live_tools else "recorded",
         session_id=session_id,

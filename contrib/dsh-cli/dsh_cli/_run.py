@@ -21,13 +21,12 @@ from rich.live import Live
 from rich.text import Text
 
 from dsh_core import SessionEvent, hookimpl
-from dsh_core.session_log import AssistantMessageEvent
 
 from ._approval import Answer, Prompter, RefusingPrompter, SessionApproval, TerminalPrompter
 from ._config import EffectiveConfig, max_attempts
-from ._diff import edit_diff
+from ._diff import file_diff
 from ._exit import ExitCode, exit_code_for
-from ._launch import check_model, open_agent, open_harness
+from ._launch import check_model, latest_session_id, open_agent, open_harness
 from ._markdown import MarkdownBlocks, render_block
 from ._plugin import CliPlugin
 from ._questions import NobodyToAsk, TerminalQuestions
@@ -45,7 +44,9 @@ from ._render import (
     retry_line,
     tool_call_line,
     tool_result_line,
+    whole_call,
 )
+from ._sanitize import clean_line
 from ._stdout import json_line, silence_stdout
 from ._usage import Usage, prices_from
 
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
     from dsh_core import Context, ToolExecution
     from dsh_core.session_log import ApprovalResolvedEvent
 
-__all__ = ["RunOutput", "run_command"]
+__all__ = ["AllowingPrompter", "RunOutput", "run_command"]
 
 
 #: the spinner's frames (stderr, while waiting for the model or a tool)
@@ -104,6 +105,8 @@ class RunOutput:
         self._since = time.monotonic()
         #: the ``turn/end`` reason of the turn this run sent
         self.reason: dict[str, object] | None = None
+        #: the session's workspace, where file edits are read to show their diff
+        self.cwd: str | None = None
 
     @hookimpl
     def dsh_session_event(self, event: SessionEvent) -> None:
@@ -137,7 +140,7 @@ class RunOutput:
             elif isinstance(note, ToolStarted):
                 self._before_stderr()
                 self._err.print(tool_call_line(note.name, note.arguments))
-                diff = edit_diff(note.name, note.arguments)
+                diff = file_diff(note.name, note.arguments, self.cwd)
                 if diff is not None:
                     self._err.print(diff)
                 self._wait(describe_call(note.name, note.arguments, width=50))
@@ -175,7 +178,7 @@ class RunOutput:
             self._live.update(render_block(pending), refresh=True)
 
     def _print_block(self, console: Console, block: str) -> None:
-        if self._wrote_text:
+        if self._wrote_text and not getattr(block, "continues", False):
             console.print()
         console.print(render_block(block))
         self._wrote_text = True
@@ -252,6 +255,20 @@ class RunOutput:
             self.broken = True
 
 
+class AllowingPrompter:
+    """``dsh run --yes``: every question is answered "allow once", and each answer is reported on ``stream``."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    async def ask(self, execution: ToolExecution, reason: str) -> Answer:
+        self._stream.write(
+            f"dsh: --yes: allowed once: {whole_call(execution.name, execution.arguments)} ({clean_line(reason)})\n"
+        )
+        self._stream.flush()
+        return Answer("once")
+
+
 class _QuietWhileAsking:
     """A prompter that stops the spinner while its question is on the screen."""
 
@@ -296,8 +313,10 @@ async def run_command(
     prompt: str,
     cwd: Path,
     resume: str | None = None,
+    continue_latest: bool = False,
     json_lines: bool = False,
     plain: bool = False,
+    yes: bool = False,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
@@ -305,7 +324,13 @@ async def run_command(
     out = out or sys.stdout
     err_stream = err or sys.stderr
     console = Console(file=err_stream, highlight=False, soft_wrap=True)
-    prompter: Prompter = TerminalPrompter() if sys.stdin.isatty() else RefusingPrompter(err_stream)
+    prompter: Prompter
+    if yes:
+        prompter = AllowingPrompter(err_stream)
+    elif sys.stdin.isatty():
+        prompter = TerminalPrompter()
+    else:
+        prompter = RefusingPrompter(err_stream)
     markdown = out.isatty() and not plain and bool(config.get("plugins.cli.markdown", True))
     output = RunOutput(
         out=out,
@@ -324,12 +349,16 @@ async def run_command(
         agent_ctx.register_plugin(output, name="cli-run-output")
 
     questions = TerminalQuestions() if sys.stdin.isatty() else NobodyToAsk()
-    async with open_harness(config, plugins=[CliPlugin(SessionApproval(prompter), questions)]) as ctx:
+    plugins = [CliPlugin(SessionApproval(prompter), questions, workspace=cwd)]
+    async with open_harness(config, plugins=plugins) as ctx:
         check_model(ctx, model, config)
         output.usage = Usage(prices_from(ctx))
+        if continue_latest:
+            resume = await latest_session_id(ctx, cwd)
         async with await open_agent(ctx, model=model, cwd=cwd, resume=resume, setup=setup) as handle:
             agent = handle.agent
             session_id = agent.id
+            output.cwd = agent.session.meta.cwd or str(cwd)
             output.on_broken = agent.cancel
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_watch_signals, agent.cancel, received, waiting)
@@ -353,14 +382,13 @@ async def run_command(
     elif code != ExitCode.OK:
         what = describe_reason(reason) if reason is not None else "the turn did not end"
         console.print(Text(f"dsh: {what}", style="red"))
-    # The resume hint only where there is something to continue: a failed first request gets one line.
-    if code == ExitCode.OK or any(event.type == AssistantMessageEvent.type for event in agent.session.events):
-        cost = output.usage.cost_text()
-        spent = f" · {cost}" if cost is not None else ""
-        console.print(
-            Text(
-                f"session {session_id}{spent} · continue with: dsh run --resume {session_id} PROMPT",
-                style="dim",
-            )
+    # The session is stored whatever the outcome (the prompt at least): say how to go on with it.
+    cost = output.usage.cost_text()
+    spent = f" · {cost}" if cost is not None else ""
+    console.print(
+        Text(
+            f"session {session_id}{spent} · continue with: dsh run --resume {session_id} PROMPT",
+            style="dim",
         )
+    )
     return int(code)

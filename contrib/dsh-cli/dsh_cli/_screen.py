@@ -6,7 +6,9 @@ ten times a second while a turn runs: the line of answer still streaming, an app
 a spinner with the elapsed time and token usage. Typing goes on meanwhile: a line entered while the
 agent works steers it.
 
-Keys: Enter submits; Alt-Enter or Ctrl-J inserts a newline; Ctrl-C answers "deny" to a question,
+Keys: Enter submits; Alt-Enter or Ctrl-J inserts a newline; Tab completes slash commands and
+``@`` paths; Esc, like Ctrl-C, denies an open question or cancels a running turn (idle, Esc does
+nothing); Ctrl-C answers "deny" to a question,
 else cancels a running turn, else clears the line, else (twice in a row on an empty prompt) exits;
 Ctrl-D on an empty prompt exits. Between two input lines (a line just entered is being handled) the
 terminal is not in raw mode and Ctrl-C arrives as SIGINT: ``interrupts`` routes it to the same
@@ -30,6 +32,7 @@ import anyio
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application import get_app_or_none
 from prompt_toolkit.buffer import Buffer
+from prompt_toolkit.completion import Completer
 from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import StyleAndTextTuples
@@ -40,7 +43,7 @@ from rich.text import Text
 
 from ._approval import CHOICES, Answer, closing_words, parse_answer
 from ._markdown import render_block
-from ._render import PROMPT_MARK, describe_call, format_tokens
+from ._render import PROMPT_MARK, describe_call, format_tokens, question_lines
 from ._sanitize import clean_line
 
 if TYPE_CHECKING:
@@ -67,9 +70,11 @@ def history_path(environ: dict[str, str] | os._Environ[str]) -> Path:
 class _Question:
     """An approval question on screen, waiting for its answer; ``selected`` is the highlighted choice."""
 
-    def __init__(self, call: str, reason: str) -> None:
+    def __init__(self, call: str, reason: str, asked: tuple[str, str, str]) -> None:
         self.call = call
         self.reason = reason
+        #: the tool's name, its arguments and the raw reason: the question shows them whole
+        self.asked = asked
         self.answered = anyio.Event()
         self.result = Answer("deny")
         self.selected = 0
@@ -89,7 +94,12 @@ class ChatScreen:
     """Input, live area and output of ``dsh chat``; ``on_cancel`` is called when Ctrl-C should stop the turn."""
 
     def __init__(
-        self, *, on_cancel: Callable[[], None], toolbar: Callable[[], str], history: History | None = None
+        self,
+        *,
+        on_cancel: Callable[[], None],
+        toolbar: Callable[[], str],
+        history: History | None = None,
+        completer: Completer | None = None,
     ) -> None:
         self.console = Console(force_terminal=True, highlight=False)
         self._on_cancel = on_cancel
@@ -100,6 +110,8 @@ class ChatScreen:
         self._thinking = 0  # characters of collapsed reasoning streamed in the open block
         self._running_since: float | None = None
         self._tokens = [0, 0]
+        #: characters of answer streamed since the last usage report: the live estimate of output tokens
+        self._streamed = 0
         self._activity = ""
         self._hint = ""
         self._armed = False  # one Ctrl-C on an empty, idle prompt: the next one exits
@@ -113,6 +125,8 @@ class ChatScreen:
             erase_when_done=True,
             history=history or InMemoryHistory(),
             bottom_toolbar=self._bottom,
+            completer=completer,
+            complete_while_typing=False,
         )
         self._session.default_buffer.on_text_changed += self._disarm
 
@@ -126,6 +140,7 @@ class ChatScreen:
         if self._running_since is None:
             self._running_since = time.monotonic()
             self._tokens = [0, 0]
+            self._streamed = 0
         self._hint = ""
         self._armed = False
         self.refresh()
@@ -138,6 +153,11 @@ class ChatScreen:
     def add_tokens(self, input_tokens: int, output_tokens: int) -> None:
         self._tokens[0] += input_tokens
         self._tokens[1] += output_tokens
+        self._streamed = 0  # the request's real count replaces the estimate
+
+    def count_streamed(self, characters: int) -> None:
+        """Answer or reasoning text arrived: the spinner's output tokens grow with it (about 4 characters a token)."""
+        self._streamed += characters
 
     @property
     def tokens(self) -> tuple[int, int]:
@@ -164,7 +184,7 @@ class ChatScreen:
 
     def markdown(self, block: str, *, first: bool) -> None:
         """Print one finished Markdown block of the answer (a blank line before all but the first)."""
-        if not first:
+        if not first and not getattr(block, "continues", False):
             self.console.print()
         self.console.print(render_block(block))
 
@@ -284,7 +304,11 @@ class ChatScreen:
 
         What was being typed is set aside while the question is open, and put back after it.
         """
-        question = _Question(describe_call(execution.name, execution.arguments), clean_line(reason))
+        question = _Question(
+            describe_call(execution.name, execution.arguments),
+            clean_line(reason),
+            (execution.name, execution.arguments, reason),
+        )
         buffer = self._session.default_buffer
         typed = buffer.document
         buffer.reset()
@@ -348,12 +372,16 @@ class ChatScreen:
             parts += [("italic " + _DIM, f"✻ thinking… ({self._thinking} characters)"), ("", "\n")]
         question = self._question
         if question is not None:
-            parts += [
-                ("bold fg:ansiyellow", "? "),
-                ("bold", f"allow {question.call}"),
-                (_DIM, f" — {question.reason}"),
-                ("", "\n  "),
-            ]
+            name, arguments, reason = question.asked
+            lines = question_lines(name, arguments, reason, self._width(app))
+            for index, line in enumerate(lines.call):
+                if index == 0:
+                    parts += [("bold fg:ansiyellow", "? "), ("bold", f"allow {line}"), ("", "\n")]
+                else:
+                    parts += [("bold", f"{' ' * 8}{line}"), ("", "\n")]
+            for index, line in enumerate(lines.reason):
+                parts += [(_DIM, "  why:  " if index == 0 else " " * 8), (_DIM, line), ("", "\n")]
+            parts.append(("", "  "))
             for index, choice in enumerate(CHOICES):
                 label = _CHOICE_LABELS[choice]
                 if index == question.selected:
@@ -371,12 +399,14 @@ class ChatScreen:
             elapsed = time.monotonic() - self._running_since
             frame = _SPINNER[int(elapsed * 10) % len(_SPINNER)]
             facts = [self._activity or "working", f"{elapsed:.1f}s"]
-            if any(self._tokens):
-                facts.append(f"↑{format_tokens(self._tokens[0])} ↓{format_tokens(self._tokens[1])} tokens")
+            estimate = self._streamed // 4
+            if any(self._tokens) or estimate:
+                down = format_tokens(self._tokens[1] + estimate)
+                facts.append(f"↑{format_tokens(self._tokens[0])} ↓{'~' if estimate else ''}{down} tokens")
             parts += [
                 ("fg:ansicyan", f"{frame} "),
                 ("", " · ".join(facts)),
-                (_DIM, "  (type to steer · ctrl-c cancels)"),
+                (_DIM, "  (type to steer · esc or ctrl-c cancels)"),
                 ("", "\n"),
             ]
         if self._hint:
@@ -388,6 +418,14 @@ class ChatScreen:
         else:
             parts.append(("bold fg:ansigreen", PROMPT_MARK))
         return parts
+
+    @staticmethod
+    def _width(app: Any) -> int:
+        """The terminal's columns (the live area is not wrapped by prompt_toolkit: lines are cut to fit)."""
+        try:
+            return int(app.output.get_size().columns) if app is not None else 80
+        except (OSError, ValueError, AttributeError):
+            return 80
 
     def _bottom(self) -> StyleAndTextTuples:
         return [("", f" {self._toolbar()} ")]
@@ -440,6 +478,13 @@ class ChatScreen:
         def _(event: KeyPressEvent) -> None:
             if self.interrupt(event.app.current_buffer):
                 event.app.exit(exception=EOFError())
+
+        busy = Condition(lambda: self._question is not None or self._running_since is not None)
+
+        @bindings.add("escape", filter=busy)
+        def _(event: KeyPressEvent) -> None:
+            # Esc interrupts like Ctrl-C (denies an open question, cancels the turn); idle it does nothing.
+            self.interrupt()
 
         @bindings.add("c-d", filter=Condition(lambda: not self._session.default_buffer.text), eager=True)
         def _(event: KeyPressEvent) -> None:

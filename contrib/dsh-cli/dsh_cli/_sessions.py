@@ -8,6 +8,7 @@ and its function here.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -106,9 +107,16 @@ def _when(stamp: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(stamp))
 
 
-def print_history(console: Console, events: Sequence[SessionEvent], *, reasoning: str = "collapsed") -> None:
-    """The readable transcript of a stored log: prompts, answers, tool calls and results, turn ends."""
-    printer = TranscriptPrinter(console, reasoning=reasoning)
+def print_history(
+    console: Console, events: Sequence[SessionEvent], *, reasoning: str = "collapsed", markdown: bool | None = None
+) -> None:
+    """The readable transcript of a stored log: prompts, answers, tool calls and results, turn ends.
+
+    Answers are rendered as Markdown at a terminal (``markdown=None``: when ``console`` is one).
+    """
+    printer = TranscriptPrinter(
+        console, reasoning=reasoning, markdown=console.is_terminal if markdown is None else markdown
+    )
     printer.print_all(EventFeed(live=False).feed_all(events))
 
 
@@ -205,6 +213,10 @@ def _balanced(events: Sequence[SessionEvent]) -> Sequence[SessionEvent]:
 
 async def _delete(ctx: Context, persistence: Any, args: argparse.Namespace, console: Console) -> int:
     session_id = await resolve_session_id(ctx, args.id)
+    from ._undo import undo_root
+
+    # /undo's journal lives in the session's folder: it goes first, so the folder can go too
+    shutil.rmtree(undo_root(ctx, session_id), ignore_errors=True)
     await maybe_await(persistence.delete(session_id))
     console.print(Text(f"deleted session {session_id}"))
     return int(ExitCode.OK)

@@ -22,11 +22,20 @@ PIPE_WIDTH: Final = 100_000
 _C1: Final = re.compile("[\x80-\x9f\u2028\u2029]")
 
 
+class _OutputConsole(Console):
+    """A console whose closed pipe raises ``BrokenPipeError`` (``dsh`` exits 141) instead of rich's silent exit 1."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        silence_stdout()
+        raise BrokenPipeError
+
+
 def output_console(file: TextIO | None = None) -> Console:
     """A rich console on ``file`` (stdout): the terminal's width, or no limit when it is a pipe."""
     stream = file or sys.stdout
     terminal = stream.isatty()
-    return Console(
+    return _OutputConsole(
         file=stream,
         highlight=False,
         width=None if terminal else PIPE_WIDTH,

@@ -241,12 +241,13 @@ def run_dsh(
     )
 
 
-def spawn_dsh(*args: str, cwd: Path, env: dict[str, str]) -> Any:
-    """``dsh ARGS`` in a pseudo-terminal (pexpect), 40 rows by 120 columns."""
+def spawn_dsh(*args: str, cwd: Path, env: dict[str, str], columns: int = 120) -> Any:
+    """``dsh ARGS`` in a pseudo-terminal (pexpect), 40 rows by ``columns`` (120)."""
     import pexpect  # the test extra; only the terminal tests need it
 
+    env = {**env, "COLUMNS": str(columns)}
     child = pexpect.spawn(
-        DSH, list(args), cwd=str(cwd), env=env, dimensions=(40, 120), encoding="utf-8", timeout=15
+        DSH, list(args), cwd=str(cwd), env=env, dimensions=(40, columns), encoding="utf-8", timeout=15
     )
     child.linesep = "\r"  # Enter is a carriage return, as a terminal sends it (Ctrl-J, "\n", is a newline)
     return child

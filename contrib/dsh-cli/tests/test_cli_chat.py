@@ -400,8 +400,8 @@ def test_a_retry_and_an_edit_are_shown(project: Path, dsh_env: dict[str, str], l
         child.expect("new session")
         child.sendline("edit")
         child.expect("retrying 2/3 in 0 s \\(RATE_LIMIT\\)")
-        child.expect("- yellow")
-        child.expect("\\+ green")
+        child.expect("- bananas are yellow")  # the whole line the edit changes
+        child.expect("\\+ bananas are green")
         child.expect("Done editing.")
         _leave(child)
     finally:

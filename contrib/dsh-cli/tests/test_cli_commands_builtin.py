@@ -26,7 +26,7 @@ def test_models_lists_providers_models_and_windows(
     done = run_dsh("models", cwd=project, env=dsh_env)
     assert done.returncode == 0, done.stderr
     line = next(line for line in done.stdout.splitlines() if "local/fake" in line)
-    assert line.split()[:5] == ["*", "local/fake", "32k", "4.1k", "-"]  # no price known
+    assert line.split()[:5] == ["*", "local/fake", "32k", "4k", "-"]  # no price known
     assert "not needed" in line
     builtin = next(line for line in done.stdout.splitlines() if "deepseek/deepseek-v4-flash" in line)
     assert "DEEPSEEK_API_KEY (not set)" in builtin
@@ -81,3 +81,21 @@ def test_config_init_writes_a_commented_file_once(tmp_path: Path, dsh_env: dict[
     assert again.returncode == 2
     assert "--force" in again.stderr
     assert run_dsh("config", "init", "--force", cwd=tmp_path, env=dsh_env).returncode == 0
+
+
+def test_a_bad_option_is_reported_by_its_command(tmp_path: Path, dsh_env: dict[str, str]) -> None:
+    """`dsh run --bogus` prints `dsh run`'s usage and error (not dsh's); config has no --resume; chat lists its keys."""
+    done = run_dsh("run", "--bogus", "hi", cwd=tmp_path, env=dsh_env)
+    assert done.returncode == 2
+    assert done.stderr.startswith("usage: dsh run ")
+    assert "dsh run: error: unrecognized arguments: --bogus" in done.stderr
+    shown = run_dsh("sessions", "show", "--bogus", "x", cwd=tmp_path, env=dsh_env)
+    assert shown.returncode == 2
+    assert shown.stderr.startswith("usage: dsh sessions show ")
+    config_help = run_dsh("config", "--help", cwd=tmp_path, env=dsh_env)
+    assert "--resume" not in config_help.stdout
+    assert "--continue" not in config_help.stdout
+    chat_help = run_dsh("chat", "--help", cwd=tmp_path, env=dsh_env).stdout
+    for key in ("Esc, Ctrl-C", "Tab", "Alt-Enter", "Ctrl-D", "@PATH", "!COMMAND", "-c, --continue"):
+        assert key in chat_help, key
+    assert "-y, --yes" in run_dsh("run", "--help", cwd=tmp_path, env=dsh_env).stdout

@@ -190,3 +190,42 @@ def test_front_is_exact() -> None:
         getattr(dsh_cli, name)
     assert set(dsh_cli.__all__) == {name for name in vars(dsh_cli) if not name.startswith("_")}
     assert dsh_cli.__all__ == sorted(dsh_cli.__all__)
+
+
+def test_a_list_is_cut_item_by_item_as_it_streams() -> None:
+    """Each list item is finished when the next one starts, so it is rendered before the list ends."""
+    from dsh_cli._markdown import ListItem, MarkdownBlocks
+
+    blocks = MarkdownBlocks()
+    assert blocks.feed("Intro.\n\n- point **10**\n  nested detail\n") == ["Intro."]
+    second = blocks.feed("- second\n")
+    assert second == ["- point **10**\n  nested detail"]
+    assert isinstance(second[0], ListItem)
+    assert not second[0].continues
+    (last,) = blocks.flush()
+    assert last == "- second"
+    assert isinstance(last, ListItem)
+    assert last.continues, "printed under the item before it"
+
+
+def test_history_renders_markdown_when_asked() -> None:
+    """A transcript from history at a terminal renders the answer's Markdown (no raw ** left)."""
+    out = io.StringIO()
+    printer = TranscriptPrinter(Console(file=out, width=100, color_system=None), markdown=True)
+    printer.print_all([TextPiece("Some **bold** words\n\n- one\n- two"), BlockEnded(False)])
+    text = out.getvalue()
+    assert "**" not in text
+    assert "Some bold words" in text
+    assert "• one" in text
+
+
+def test_wrap_exact_keeps_every_character() -> None:
+    """A wrapped command joins back to itself; no line is wider than asked (wide characters count twice)."""
+    from dsh_cli._render import wrap_exact
+    from rich.cells import cell_len
+
+    text = "echo " + "x" * 30 + " && touch HIDDEN.txt; echo 漢字漢字漢字漢字漢字漢字"
+    lines = wrap_exact(text, 20)
+    assert "".join(lines) == text
+    assert all(cell_len(line) <= 20 for line in lines)
+    assert wrap_exact("a\nb", 20) == ["a", "b"], "the command's own lines are kept"

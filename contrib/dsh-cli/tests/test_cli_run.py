@@ -82,6 +82,11 @@ def test_model_error_exits_one_with_one_line(llm: FakeLlm, project: Path, dsh_en
     assert len(errors) == 1
     assert "SERVER" in errors[0]
     assert "on fire" in errors[0]
+    session = done.stderr.split("continue with: dsh run --resume ")[1].split()[0]
+    llm.text("Back again.")
+    again = run_dsh("run", "--resume", session, "retry", cwd=project, env=dsh_env)
+    assert again.returncode == 0, again.stderr
+    assert [m["content"] for m in llm.messages(1) if m["role"] == "user"] == ["hi", "retry"]
 
 
 def test_max_tokens_has_its_own_exit_status(llm: FakeLlm, project: Path, dsh_env: dict[str, str]) -> None:
@@ -124,9 +129,11 @@ def test_unreachable_server_is_one_clear_line(
     done = run_dsh("run", "hi", cwd=tmp_path, env=dsh_env)
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1, done.stderr
+    assert len(lines) == 2, done.stderr
     assert lines[0].startswith("dsh:")
     assert "TRANSPORT" in lines[0] or "TIMEOUT" in lines[0]
+    session = lines[1].split()[1]
+    assert lines[1].endswith(f"continue with: dsh run --resume {session} PROMPT"), "the stored session is named"
 
 
 def test_ask_without_a_terminal_is_denied(llm: FakeLlm, project: Path, dsh_env: dict[str, str]) -> None:
@@ -406,3 +413,37 @@ def test_a_spinner_waits_on_a_terminal(llm: FakeLlm, project: Path, dsh_env: dic
     finally:
         child.close(force=True)
     assert child.exitstatus == 0
+
+
+def test_yes_allows_every_ask_and_says_so(llm: FakeLlm, project: Path, dsh_env: dict[str, str]) -> None:
+    """`dsh run -y` without a terminal: an `ask` is allowed once, and stderr says what was allowed."""
+    llm.tool_call("bash", {"command": "echo yes-it-ran"})
+    llm.text("Done.")
+    done = run_dsh("run", "-y", "go", cwd=project, env=dsh_env)
+    assert done.returncode == 0, done.stderr
+    assert "dsh: --yes: allowed once: bash $ echo yes-it-ran" in done.stderr
+    assert "yes-it-ran" in llm.messages(1)[-1]["content"]
+    assert "denied" not in done.stderr
+
+
+def test_continue_picks_this_workspaces_latest_session(
+    llm: FakeLlm, project: Path, tmp_path: Path, dsh_env: dict[str, str]
+) -> None:
+    """`dsh run -c` continues the newest session started in this directory, not one from elsewhere."""
+    empty = run_dsh("run", "-c", "anything", cwd=project, env=dsh_env)
+    assert empty.returncode == 3
+    assert "no stored session to continue" in empty.stderr
+    llm.text("Noted.")
+    assert run_dsh("run", "remember 42", cwd=project, env=dsh_env).returncode == 0
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "dsh.toml").write_text((project / "dsh.toml").read_text(encoding="utf-8"), encoding="utf-8")
+    llm.text("Other.")
+    assert run_dsh("run", "unrelated", cwd=elsewhere, env=dsh_env).returncode == 0
+    llm.text("It was 42.")
+    done = run_dsh("run", "--continue", "which number?", cwd=project, env=dsh_env)
+    assert done.returncode == 0, done.stderr
+    users = [m["content"] for m in llm.messages(2) if m["role"] == "user"]
+    assert users == ["remember 42", "which number?"]
+    both = run_dsh("run", "-c", "-r", "x", "y", cwd=project, env=dsh_env)
+    assert both.returncode == 2, "--continue and --resume exclude each other"

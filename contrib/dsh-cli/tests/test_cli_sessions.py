@@ -7,6 +7,8 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from .cli_kit import DSH, FakeLlm, run_dsh
 
 
@@ -91,11 +93,15 @@ def test_delete_takes_a_unique_prefix(llm: FakeLlm, project: Path, dsh_env: dict
     assert ident not in run_dsh("sessions", "list", cwd=project, env=dsh_env).stdout
 
 
-def test_show_json_into_a_closed_pipe_is_quiet(llm: FakeLlm, project: Path, dsh_env: dict[str, str]) -> None:
-    """`dsh sessions show ID --json | head`: a reader that goes away ends the command without a traceback."""
+@pytest.mark.parametrize("flags", [["--json"], []], ids=["json", "transcript"])
+def test_show_into_a_closed_pipe_exits_141(
+    llm: FakeLlm, project: Path, dsh_env: dict[str, str], flags: list[str]
+) -> None:
+    """`dsh sessions show ID [--json] | head`: a reader that goes away ends the command with 141, like
+    `dsh run`, without a traceback (the transcript went through rich, whose own exit status is 1)."""
     ident = _run(llm, project, dsh_env, "a question", "an answer")
     process = subprocess.Popen(
-        [DSH, "sessions", "show", ident, "--json"],
+        [DSH, "sessions", "show", ident, *flags],
         cwd=project,
         env=dsh_env,
         stdin=subprocess.DEVNULL,
@@ -181,3 +187,23 @@ def test_repair_cuts_a_damaged_session_keeping_a_backup(
     assert "first answer" in shown.stdout
     again = run_dsh("sessions", "repair", ident, cwd=project, env=dsh_env)
     assert "nothing to repair" in again.stdout
+
+
+
+def test_show_at_a_terminal_renders_markdown(llm: FakeLlm, project: Path, dsh_env: dict[str, str]) -> None:
+    """`dsh sessions show ID` at a terminal renders the answers' Markdown; piped it stays plain text."""
+    import pexpect
+
+    from .cli_kit import spawn_dsh
+
+    ident = _run(llm, project, dsh_env, "a question", "Some **bold** words")
+    piped = run_dsh("sessions", "show", ident, cwd=project, env=dsh_env)
+    assert "Some **bold** words" in piped.stdout
+    child = spawn_dsh("sessions", "show", ident, cwd=project, env=dsh_env)
+    try:
+        child.expect(pexpect.EOF)
+        shown = str(child.before)
+    finally:
+        child.close(force=True)
+    assert "bold" in shown
+    assert "**bold**" not in shown
