@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import anyio
 
+from dsh_core.services.approvals import ApprovalBook
 from dsh_core.session_log import ToolCallEvent, ToolResultEvent
 from dsh_core.vocabulary import (
     CancelSignal,
@@ -62,7 +63,7 @@ async def run_tool_calls(
                     _log_call(agent, turn, step, call)
                     started.add(call.id)
             results = await _execute_group(agent, executions)
-            parked = agent.approvals.parked
+            parked = ApprovalBook.parked_in(agent.session)
             for call, result in zip(group, results, strict=True):
                 if call.id in parked:
                     continue

@@ -395,7 +395,7 @@ class ToolRuntime:
         book = ApprovalBook.of(session)
         if book.always_allows(execution.name) and book.request_of(execution.call_id) is None:
             return _ALLOW, execution  # (a parked call's own request is still answered)
-        request, resolved = await settle_approval(ctx, session, execution, reason)
+        request, resolved = await settle_approval(ctx, session, execution, reason, book)
         if resolved.decision in ("deny", "cancelled"):
             return Deny(denial_text(request, resolved)), execution
         edited = resolved.arguments
