@@ -11,7 +11,6 @@ from collections.abc import Sequence
 
 import anyio
 
-from dsh_core.services.approvals import ApprovalBook
 from dsh_core.session_log import ToolCallEvent, ToolResultEvent
 from dsh_core.vocabulary import (
     CancelSignal,
@@ -63,7 +62,7 @@ async def run_tool_calls(
                     _log_call(agent, turn, step, call)
                     started.add(call.id)
             results = await _execute_group(agent, executions)
-            parked = ApprovalBook.parked_in(agent.session)
+            parked = agent.approvals_parked()
             for call, result in zip(group, results, strict=True):
                 if call.id in parked:
                     continue

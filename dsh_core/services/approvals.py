@@ -93,8 +93,6 @@ class ApprovalAnswer:
 
 logger = logging.getLogger("dsh.approvals")
 
-_NONE: Final[frozenset[str]] = frozenset()
-
 _WHO: Final = {"cli": "the user", "serve": "the user", "api": "the user", "policy": "a policy"}
 
 
@@ -132,12 +130,6 @@ class ApprovalBook:
             book = cls(AwaitedLog.of(session, ApprovalRequestedEvent, ApprovalResolvedEvent))
             cls._cache[session.id] = book
         return book
-
-    @classmethod
-    def parked_in(cls, session: Session) -> frozenset[str] | set[str]:
-        """The calls of ``session`` parked by a disposal (none when nothing of it ever asked; no book is made)."""
-        book = cls._cache.get(session.id)
-        return book.parked if book is not None and book._log.session is session else _NONE
 
     @property
     def log(self) -> AwaitedLog[ApprovalRequestedEvent, ApprovalResolvedEvent]:
