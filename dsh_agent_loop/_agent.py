@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Agent"]
 
+_NOTHING_PARKED: frozenset[str] = frozenset()
+
 _DEFAULT_SOURCES: dict[str, dict[str, str]] = {
     "send": {"kind": "user"},
     "steer": {"kind": "steering"},
@@ -251,6 +253,11 @@ class Agent:
         """
         self.machine.check_alive(self.id)
         return await answer_question(self._ctx, self._session, call_id, answers, by=by)
+
+    def approvals_parked(self) -> frozenset[str] | set[str]:
+        """The calls a disposal parked (none if this agent never asked: no book is made for that)."""
+        book = self._approvals
+        return book.parked if book is not None else _NOTHING_PARKED
 
     @property
     def approvals(self) -> ApprovalBook:

@@ -72,8 +72,8 @@ async def drive(agent: Agent) -> None:
             if machine.inbox.queued or machine.parked is not None:
                 signal = machine.begin_turn()
                 await events.notify("agent/status", agent=agent, status="running")
-                if not signal.cancelled:  # a cancel during the running flip drops the turn
-                    await run_turn(agent, signal)
+                if not signal.cancelled or machine.parked is not None:  # a cancel here drops a new turn;
+                    await run_turn(agent, signal)  # a parked one is re-opened to end it aborted
             else:  # an idle injection to make durable (or a cancel took the prompts)
                 machine.idle_work()
                 await _flush(agent)

@@ -155,7 +155,18 @@ class AgentMachine:
     events that ``_to`` sets.
     """
 
-    __slots__ = ("_known", "_session", "_settled", "_state", "_wake", "inbox", "parked", "turn_signal", "waiters")
+    __slots__ = (
+        "_cancel_parked",
+        "_known",
+        "_session",
+        "_settled",
+        "_state",
+        "_wake",
+        "inbox",
+        "parked",
+        "turn_signal",
+        "waiters",
+    )
 
     def __init__(self, session: Session) -> None:
         self._session = session
@@ -164,6 +175,8 @@ class AgentMachine:
         #: the turn the log ends in, parked on an approval (SPEC §10.1): the next turn the driver
         #: runs re-opens it instead of starting one
         self.parked: ParkedTurn | None = parked_turn(session.events) if session.open_turn is not None else None
+        #: cancel() came before the parked turn was re-opened: it re-opens cancelled, and ends aborted
+        self._cancel_parked = False
         #: every id ever queued or injected in this session (from the log, then each accept): a
         #: caller-chosen id seen again is a retried send or inject, which must not count twice
         #: (None while empty: an idle agent with a fresh log keeps no set)
@@ -295,6 +308,8 @@ class AgentMachine:
         self._clear("disposed" if reason == "disposed" else "aborted")
         if self._state is AgentState.RUNNING and self.turn_signal is not None:
             self.turn_signal.cancel(reason)
+        elif self.parked is not None:
+            self._cancel_parked = True
 
     def stop(self) -> None:
         """Teardown starts: clear the inbox, end the running turn ``disposed``, let the driver exit.
@@ -322,6 +337,9 @@ class AgentMachine:
         """WOKEN or RUNNING -> RUNNING: a turn for the queued prompts, with a fresh signal."""
         self._to(AgentState.RUNNING)
         signal = self.turn_signal = CancelSignal()
+        if self._cancel_parked and self.parked is not None:
+            self._cancel_parked = False
+            signal.cancel("cancelled")
         return signal
 
     def idle_work(self) -> None:

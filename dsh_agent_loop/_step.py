@@ -148,15 +148,22 @@ async def resume_parked_step(
     """Finish the step a turn was parked in (SPEC §10.1): its calls not yet finished run (the one
     waiting asks again for the same request, no model call is repeated), then the turn goes on."""
     message = parked.message
+    book = agent.approvals
+    if interrupts.signal.cancelled:  # cancelled before it was re-opened: its calls end as a cancel ends them
+        for call_id in sorted(parked.waiting):
+            if book.log.answer_of(call_id) is None:
+                book.resolve(ApprovalResolvedEvent(call_id=call_id, decision="cancelled", by="cancel"))
     calls = [call for call in message.tool_calls if call.id not in parked.finished]
     contexts = await run_tool_calls(agent, turn, step, calls, interrupts.signal, logged=parked.logged)
     for text in contexts:
         context = UserMessage(content=text, source={"kind": "context"})
         agent.session.append(ContextMessageEvent(message=context))
-    book = agent.approvals
-    for call_id in sorted(parked.waiting):  # asked no more (a rule changed): closed, not pending forever
-        if book.log.answer_of(call_id) is None:
-            book.resolve(ApprovalResolvedEvent(call_id=call_id, decision="cancelled", by="repair"))
+    # Not asked again: cancelled before the call was reached, or a rule no longer asks. Closed, not
+    # left pending forever.
+    by = "cancel" if interrupts.signal.cancelled else "repair"
+    for call_id in sorted(parked.waiting):
+        if book.log.answer_of(call_id) is None and call_id not in book.parked:
+            book.resolve(ApprovalResolvedEvent(call_id=call_id, decision="cancelled", by=by))
     return StepOutcome(message=message, ran_tools=True, max_tokens=False)
 
 

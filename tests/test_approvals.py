@@ -414,3 +414,21 @@ async def test_a_deny_from_the_service_keeps_its_words() -> None:
     async with harness(writes("a"), Denying()) as (_, agent, _asking):
         await agent.run("go")
         assert "nobody could be asked" in result_of(agent, "call_1")["message"]["content"][0]["text"]
+
+
+async def test_the_book_is_made_from_the_log_once_per_agent_not_per_ask(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each ask must not re-read the whole log (an ask costs a tool step little: benchmarks/approvals.py)."""
+    from dsh_core.services.awaited import AwaitedLog
+
+    made: list[str] = []
+    original = AwaitedLog.__init__
+
+    def counting(self: Any, session: Any, *args: Any) -> None:
+        made.append(session.id)
+        original(self, session, *args)
+
+    monkeypatch.setattr(AwaitedLog, "__init__", counting)
+    async with harness(writes("a", "b", "c"), Policy()) as (_, agent, asking):
+        await agent.run("go")
+        assert asking.requests == 3
+    assert made == ["s1"]

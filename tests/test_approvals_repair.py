@@ -102,3 +102,23 @@ async def test_a_seed_may_end_in_a_parked_turn_but_not_in_another_open_one() -> 
         assert parked.open_turn == 1
         with pytest.raises(ValueError, match="ends inside turn 1"):
             ctx.sessions.prepare("q", seed=log(*opening(A), ToolCallEvent.trusted(1, 1, A)))
+
+
+async def test_a_cancel_before_the_parked_turn_is_reopened_ends_it_aborted_with_the_call_cancelled() -> None:
+    from dsh_core import AgentOptions
+    from dsh_core.testing import ScriptedModel
+
+    model = ScriptedModel()
+    async with Harness(autoload=False) as ctx:
+        ctx.llm.register_adapter("scripted", model)
+        seed = log(*opening(A), ToolCallEvent.trusted(1, 1, A), request(A))
+        async with await ctx.agents.create("p", seed=seed, agent_options=AgentOptions(model="scripted/x")) as handle:
+            agent = handle.agent
+            assert [p.call_id for p in agent.pending_approvals()] == ["a"]
+            agent.cancel()  # at once: the driver has not re-opened the turn yet
+            await agent.when_idle()
+            events = list(agent.session.events)[len(seed) :]
+    assert types_and_codes(events) == [("approval/resolved", "cancelled"), ("tool/result", "ABORTED"), ("turn/end", None)]
+    assert events[0].data["by"] == "cancel"
+    assert events[-1].data["reason"] == {"kind": "aborted"}
+    assert model.requests == []

@@ -239,7 +239,7 @@ async def make_durable(ctx: Context, session: Session) -> None:
 
 
 async def settle_approval(
-    ctx: Context, session: Session, execution: ToolExecution, reason: str
+    ctx: Context, session: Session, execution: ToolExecution, reason: str, book: ApprovalBook | None = None
 ) -> tuple[ApprovalRequestedEvent, ApprovalResolvedEvent]:
     """Request approval for ``execution`` (unless a parked turn's request is there) and wait for its answer.
 
@@ -247,15 +247,17 @@ async def settle_approval(
     crash after the body ran must not find the call still waiting, and run it twice). A cancel
     of the turn while it waits resolves it ``cancelled`` by ``cancel`` (and propagates).
     """
-    book = ApprovalBook.of(session)
+    if book is None:
+        book = ApprovalBook.of(session)
     log = book.log
     call_id = execution.call_id
     request = book.request_of(call_id)
     if request is None:
         arguments = execution.parsed if execution.parsed is not None else FrozenDict()
-        request = ApprovalRequestedEvent(
-            call_id=call_id, tool=execution.name, arguments=arguments, reason=reason
-        )
+        if isinstance(arguments, FrozenDict) and call_id.__class__ is str and call_id and reason.__class__ is str:
+            request = ApprovalRequestedEvent.trusted(call_id, execution.name, arguments, reason)
+        else:  # refused by the validators, naming what is wrong
+            request = ApprovalRequestedEvent(call_id=call_id, tool=execution.name, arguments=arguments, reason=reason)
         log.request(request)
         await make_durable(ctx, session)
     resolved = log.answer_of(call_id)
@@ -325,7 +327,10 @@ def _record(
 ) -> None:
     """Log an answerer's answer (``True``, ``False``, a ``Deny``, an ``ApprovalAnswer``)."""
     if answer is True:
-        resolved = ApprovalResolvedEvent(call_id=request.call_id, decision="once", by=by)
+        if by.__class__ is str and by:
+            resolved = ApprovalResolvedEvent.trusted(request.call_id, "once", by)
+        else:  # refused by the validators, naming what is wrong
+            resolved = ApprovalResolvedEvent(call_id=request.call_id, decision="once", by=by)
     elif answer is False:
         resolved = ApprovalResolvedEvent(call_id=request.call_id, decision="deny", by=by)
     elif isinstance(answer, Deny):

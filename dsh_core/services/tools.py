@@ -392,10 +392,14 @@ class ToolRuntime:
         session = ctx.sessions.get(session_id) if session_id is not None else None
         if session is None:
             return await self._ask_unlogged(ctx, execution, reason), execution
-        book = ApprovalBook.of(session)
+        # The agent holds its book (made from the log once); a session without an agent gets one too.
+        agent = ctx.agents.get(execution.agent_id) if execution.agent_id is not None else None
+        book = getattr(agent, "approvals", None)
+        if not isinstance(book, ApprovalBook) or book.log.session is not session:
+            book = ApprovalBook.of(session)
         if book.always_allows(execution.name) and book.request_of(execution.call_id) is None:
             return _ALLOW, execution  # (a parked call's own request is still answered)
-        request, resolved = await settle_approval(ctx, session, execution, reason)
+        request, resolved = await settle_approval(ctx, session, execution, reason, book)
         if resolved.decision in ("deny", "cancelled"):
             return Deny(denial_text(request, resolved)), execution
         edited = resolved.arguments

@@ -56,7 +56,7 @@ from dsh_core.vocabulary._llm_types import (
     Usage,
     chunk_reader,
 )
-from dsh_core.vocabulary._slots import new_instance, slot_setters
+from dsh_core.vocabulary._slots import build_unchecked, new_instance, slot_setters
 from dsh_core.vocabulary._tool_types import ToolErrorCode
 
 __all__ = [
@@ -600,6 +600,12 @@ class ApprovalRequestedEvent(_CoreEvent):
     arguments: FrozenDict = attrs.field(converter=_frozen_object)
     reason: str = attrs.field(validator=_str)
 
+    @classmethod
+    def trusted(cls, call_id: str, tool: str, arguments: FrozenDict, reason: str) -> ApprovalRequestedEvent:
+        """From a call the tool runtime checked (its id, its tool, its parsed arguments) and an
+        ``Ask``'s reason, without the validators."""
+        return build_unchecked(cls, (call_id, tool, arguments, reason))  # type: ignore[no-any-return]
+
 
 @log_event("approval/resolved", in_turn=True)
 @attrs.frozen(kw_only=True)
@@ -619,6 +625,13 @@ class ApprovalResolvedEvent(_CoreEvent):
     reason: str | None = attrs.field(default=None, validator=_optional_str)
     arguments: FrozenDict | None = attrs.field(default=None, converter=_optional_frozen_object)
     by: str = attrs.field(default="api", validator=_non_empty)
+
+    @classmethod
+    def trusted(
+        cls, call_id: str, decision: ApprovalDecision, by: str, reason: str | None = None
+    ) -> ApprovalResolvedEvent:
+        """An answer with no edit from values the caller checked, without the validators."""
+        return build_unchecked(cls, (call_id, decision, reason, None, by))  # type: ignore[no-any-return]
 
 
 def _questions(value: object) -> tuple[FrozenDict, ...]:

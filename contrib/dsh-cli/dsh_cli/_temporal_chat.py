@@ -5,7 +5,8 @@ The turns run on ``dsh worker`` processes; this process only talks to the engine
 ``steer``, Ctrl-C the ``cancel`` Signal, and the screen follows the session log through
 ``events()`` read through a worker (the chat needs no access to the workers' store). The local
 harness is opened only for the configuration and the model's context window (status line); no
-agent runs here, so nothing asks for approval (a worker denies ``ask`` calls, saying why).
+agent runs here, so nothing asks for approval here (a worker parks a call that waits for approval;
+it is answered through ``TemporalAgents.resolve_approval``).
 Leaving the chat leaves the session and any running turn on Temporal: resume it with
 ``dsh chat --temporal --resume ID``.
 """

@@ -17,7 +17,7 @@ if _TYPE_CHECKING:
     from ._client import TemporalAgents as TemporalAgents
     from ._client import TemporalError as TemporalError
     from ._config import TemporalConfig as TemporalConfig
-    from ._plugin import RemoteApprovalUnavailable as RemoteApprovalUnavailable
+    from ._plugin import ParkRemoteAsks as ParkRemoteAsks
     from ._plugin import TemporalPlugin as TemporalPlugin
     from ._types import SessionStatus as SessionStatus
     from ._types import workflow_id as workflow_id
@@ -27,7 +27,7 @@ if _TYPE_CHECKING:
     from ._workflow import SessionWorkflow as SessionWorkflow
 
 __all__ = [
-    "RemoteApprovalUnavailable",
+    "ParkRemoteAsks",
     "RemoteSession",
     "SessionNotFoundError",
     "SessionStatus",
@@ -48,7 +48,7 @@ _HOMES = {
     "TemporalAgents": "._client",
     "TemporalError": "._client",
     "TemporalConfig": "._config",
-    "RemoteApprovalUnavailable": "._plugin",
+    "ParkRemoteAsks": "._plugin",
     "TemporalPlugin": "._plugin",
     "SessionStatus": "._types",
     "workflow_id": "._types",

@@ -25,10 +25,10 @@ from temporalio import activity
 from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
-from dsh_core import AgentHandle, AgentOptions, UserMessage
+from dsh_core import AgentHandle, AgentOptions, ApprovalNotPendingError, UserMessage
 
 from ._log_reading import inject_key, injects_after, interrupted_turn, outcomes_of, turns_started
-from ._types import PendingMessage, TurnInput, TurnSummary
+from ._types import ApprovalRequest, PendingMessage, TurnInput, TurnSummary
 from ._workflow import RUN_TURN
 
 if TYPE_CHECKING:
@@ -39,11 +39,13 @@ if TYPE_CHECKING:
 
 
 class _Stop:
-    """Set when the engine cancels the activity; ``hand_back`` when this worker is shutting down."""
+    """Set when the engine cancels the activity; ``hand_back`` when this worker is shutting down;
+    ``parked`` when a call waits for approval (the activity lets go of the parked turn)."""
 
     def __init__(self) -> None:
         self.event = anyio.Event()
         self.hand_back = False
+        self.parked = anyio.Event()
 
 __all__ = ["TurnRunner"]
 
@@ -189,19 +191,32 @@ class TurnRunner:
                 fed.feed(agent, message)
             if lost is not None:  # the model decides what to do about the lost worker's turn
                 agent.send(RESUMED_TEXT, RESUMED_SOURCE, id=f"{info.workflow_id}/resumed-turn-{lost}")
-            await self._drive(handle, turn, fed, stop)
-            if not stop.hand_back:
+            await _answer_parked(agent, turn)
+            waiting: list[ApprovalRequest] = []
+            forget = self._on_wait(spec.session_id, stop.parked.set)
+            try:
+                await self._drive(handle, turn, fed, stop)
+            finally:
+                forget()
+            if stop.parked.is_set() and not stop.event.is_set():
+                waiting = [
+                    ApprovalRequest(p.call_id, p.tool, dict(p.arguments), p.reason, p.seq)
+                    for p in agent.pending_approvals()
+                ]
+                await handle.dispose()  # the turn stays parked in the log; no slot is held while it waits
+            if not stop.hand_back and agent.status != "disposed":
                 await self._ctx.sessions.flush(agent.session)
             keep = self.warm_queue is not None and not stop.hand_back and agent.status != "disposed"
             events = agent.session.events
             return TurnSummary(
                 last_seq=len(events) - 1,
                 logged=sorted(fed.ids),
-                outcomes=outcomes_of(events, set(turn.awaited) & fed.ids),
+                outcomes=outcomes_of(events, set(turn.awaited)),
                 turns=turns_started(events, start_seq),
                 cwd=str(agent.session.meta.cwd or turn.cwd or os.getcwd()),
                 cancelled=stop.event.is_set(),
                 warm_queue=self.warm_queue if keep else None,
+                approvals=waiting,
             )
         finally:
             self._running.pop(spec.session_id, None)
@@ -209,6 +224,15 @@ class TurnRunner:
                 self._warm[spec.session_id] = _Warm(handle, anyio.current_time())
             else:
                 await handle.dispose()
+
+    def _on_wait(self, session_id: str, park: Callable[[], None]) -> Callable[[], None]:
+        """Have the worker's ``approval`` service call ``park`` when a call of this session waits."""
+        asks = self._ctx.get_service("approval")
+        on_wait = getattr(asks, "on_wait", None)
+        if on_wait is None:
+            return lambda: None
+        remove: Callable[[], None] = on_wait(session_id, park)
+        return remove
 
     async def _open(self, turn: TurnInput) -> AgentHandle:
         """Resume the session from the store (its crash repair runs first), or create it."""
@@ -261,9 +285,11 @@ class TurnRunner:
             tg.start_soon(_cancel_on, stop, handle)
             async with anyio.create_task_group() as polls:
                 polls.start_soon(_every, POLL_INTERVAL, lambda: self._take_new(agent, fed), True)
+                polls.start_soon(_cancel_when, stop.parked, polls.cancel_scope)
                 await agent.when_idle()
                 polls.cancel_scope.cancel()
-            await agent.when_idle()  # a message the last poll fed just before it stopped
+            if not stop.parked.is_set():
+                await agent.when_idle()  # a message the last poll fed just before it stopped
             tg.cancel_scope.cancel()
 
     async def _take_new(self, agent: Agent, fed: _Fed) -> None:
@@ -276,6 +302,26 @@ class TurnRunner:
             return
         for message in pending:
             fed.feed(agent, message)
+
+
+async def _answer_parked(agent: Agent, turn: TurnInput) -> None:
+    """Apply what the engine accepted for the parked turn: its answers, or its cancel."""
+    for answer in turn.resolutions:
+        try:
+            await agent.resolve_approval(
+                answer.call_id, answer.decision, reason=answer.reason, arguments=answer.arguments, by=answer.by
+            )
+        except ApprovalNotPendingError:
+            logger.info("session %s: call %s was resolved already", agent.id, answer.call_id)
+        except (TypeError, ValueError) as exc:  # an edit the tool refuses: the call keeps waiting
+            logger.warning("session %s: the answer for call %s was refused: %s", agent.id, answer.call_id, exc)
+    if turn.cancel_parked:
+        agent.cancel()
+
+
+async def _cancel_when(event: anyio.Event, scope: anyio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
 
 
 async def _every(interval: float, action: Callable[[], Awaitable[None] | None], delay: bool = False) -> None:

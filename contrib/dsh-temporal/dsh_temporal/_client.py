@@ -35,20 +35,25 @@ from temporalio.service import RPCError
 
 from dsh_core import (
     AgentOptions,
+    ApprovalNotPendingError,
     AssistantMessage,
     DshError,
     DuplicateRegistrationError,
     Image,
+    PendingApproval,
     SessionEvent,
     Text,
     TurnOutcome,
     UserMessage,
 )
+from dsh_core.vocabulary import FrozenDict
 
 from ._config import TemporalConfig
 from ._reading import READ_EVENTS
 from ._store_reader import StoreReader
 from ._types import (
+    ApprovalRequest,
+    ApprovalResolution,
     EventBatch,
     MessageKind,
     PendingMessage,
@@ -226,6 +231,25 @@ class TemporalAgents:
             raise SessionNotFoundError(msg)
         return RemoteSession(self, session_id, self.client.get_workflow_handle(workflow_id(session_id)))
 
+    async def pending_approvals(self, session_id: str, *, wait: bool = False) -> tuple[PendingApproval, ...]:
+        """The calls of session ``session_id`` waiting for approval (``wait``: once there is one)."""
+        return await (await self.get(session_id)).pending_approvals(wait=wait)
+
+    async def resolve_approval(
+        self,
+        session_id: str,
+        call_id: str,
+        decision: str,
+        *,
+        reason: str | None = None,
+        arguments: Mapping[str, Any] | str | None = None,
+        by: str = "api",
+    ) -> dict[str, Any]:
+        """Answer call ``call_id`` of session ``session_id`` (SPEC §10.1): a workflow update; the
+        parked turn goes on on any worker. See ``RemoteSession.resolve_approval``."""
+        session = await self.get(session_id)
+        return await session.resolve_approval(call_id, decision, reason=reason, arguments=arguments, by=by)
+
     @property
     def reader(self) -> StoreReader | None:
         return self._reader
@@ -284,6 +308,50 @@ class RemoteSession:
         raw = outcome.get("message")
         last = None if raw is None else AssistantMessage.from_json(raw, field="outcome.message")
         return TurnOutcome(outcome["reason"], last)
+
+    async def pending_approvals(self, *, wait: bool = False) -> tuple[PendingApproval, ...]:
+        """The calls of the session's parked turn waiting for approval (SPEC §10.1); with ``wait``,
+        once there is at least one."""
+        if wait:
+            found = await _cancellable(
+                self._handle.execute_update("wait_approvals", id=uuid.uuid4().hex, result_type=list[ApprovalRequest])
+            )
+        else:
+            found = await self._handle.query("approvals", result_type=list[ApprovalRequest])
+        return tuple(
+            PendingApproval(item.call_id, item.tool, FrozenDict(item.arguments), item.reason, item.seq)
+            for item in found
+        )
+
+    async def resolve_approval(
+        self,
+        call_id: str,
+        decision: str,
+        *,
+        reason: str | None = None,
+        arguments: Mapping[str, Any] | str | None = None,
+        by: str = "api",
+    ) -> dict[str, Any]:
+        """Answer a waiting call through the engine (a workflow update); the next turn activity, on any
+        worker, applies it and the parked turn goes on. Returns the accepted answer.
+
+        :raises ApprovalNotPendingError: ``call_id`` is not waiting (unknown, or answered already).
+        :raises ValueError: a malformed decision or ``by``.
+        """
+        edited = dict(arguments) if isinstance(arguments, Mapping) else arguments
+        answer = ApprovalResolution(call_id, decision, reason, edited, by)
+        try:
+            result: dict[str, Any] = await _cancellable(
+                self._handle.execute_update("resolve_approval", answer, id=uuid.uuid4().hex, result_type=dict)
+            )
+        except WorkflowUpdateFailedError as exc:
+            cause = exc.cause
+            text = getattr(cause, "message", None) or str(cause or exc)
+            if "is not pending" in text:
+                raise ApprovalNotPendingError(text, session_id=self.id, call_id=call_id) from exc
+            msg = f"session {self.id!r} refused the answer: {text}"
+            raise ValueError(msg) from exc
+        return result
 
     async def cancel(self) -> None:
         """Stop the running turn (it ends ``aborted``) and drop what is pending."""

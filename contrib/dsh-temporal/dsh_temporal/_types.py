@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 __all__ = [
+    "ApprovalRequest",
+    "ApprovalResolution",
     "EventBatch",
     "MessageKind",
     "PendingMessage",
@@ -65,6 +67,29 @@ class SessionSpec:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class ApprovalRequest:
+    """A call of the session waiting for approval (its ``approval/requested``), as the engine knows it."""
+
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+    reason: str
+    seq: int
+
+
+@dataclass(frozen=True)
+class ApprovalResolution:
+    """An answer to a waiting call, accepted by the engine and applied by the next turn activity."""
+
+    call_id: str
+    decision: str
+    reason: str | None = None
+    #: edited arguments (an object, or JSON text), checked by the worker like the model's
+    arguments: dict[str, Any] | str | None = None
+    by: str = "api"
+
+
 @dataclass
 class SessionState:
     """The workflow's whole state, carried over continue-as-new."""
@@ -81,6 +106,12 @@ class SessionState:
     cwd: str | None = None
     #: the task queue of the worker holding the session's agent warm (None: any worker)
     warm_queue: str | None = None
+    #: the calls of a parked turn waiting for approval (no activity runs meanwhile)
+    approvals: list[ApprovalRequest] = field(default_factory=list)
+    #: answers accepted for them, for the next turn activity to apply
+    resolutions: list[ApprovalResolution] = field(default_factory=list)
+    #: a cancel arrived while the turn was parked: the next activity cancels it there
+    cancel_parked: bool = False
 
 
 @dataclass(frozen=True)
@@ -103,6 +134,10 @@ class TurnInput:
     #: the last seq the workflow knew of when it scheduled the turn: a retried attempt looks for
     #: what the lost attempt logged after it
     after_seq: int = -1
+    #: answers to the parked turn's waiting calls, applied once the session is open
+    resolutions: list[ApprovalResolution] = field(default_factory=list)
+    #: cancel the parked turn (a cancel arrived while no activity ran)
+    cancel_parked: bool = False
 
 
 @dataclass(frozen=True)
@@ -119,6 +154,8 @@ class TurnSummary:
     cancelled: bool = False
     #: the task queue of the worker that keeps the agent warm for the next turn (None: none does)
     warm_queue: str | None = None
+    #: the calls waiting for approval when the activity let go of the parked turn (none: not parked)
+    approvals: list[ApprovalRequest] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,8 @@ with workflow.unsafe.imports_passed_through():
     from dsh_core import UserMessage
 
     from ._types import (
+        ApprovalRequest,
+        ApprovalResolution,
         PendingMessage,
         SessionSpec,
         SessionState,
@@ -112,13 +114,13 @@ class SessionWorkflow:
     async def run(self, start: StartInput) -> None:
         state = self._state
         while True:
-            await workflow.wait_condition(lambda: bool(state.pending) or self._closing or self._rollover())
+            await workflow.wait_condition(lambda: self._work_due() or self._closing or self._rollover())
             if self._closing:
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 return
-            if not state.pending:  # history is long and nothing is waiting: start afresh
+            if not self._work_due():  # history is long and nothing is waiting: start afresh
                 await workflow.wait_condition(workflow.all_handlers_finished)
-                if not state.pending and not self._closing:
+                if not self._work_due() and not self._closing:
                     workflow.continue_as_new(
                         StartInput(self._spec, state),
                         task_timeout=workflow.info().task_timeout,
@@ -127,6 +129,11 @@ class SessionWorkflow:
                 continue
             await self._run_turn()
 
+    def _work_due(self) -> bool:
+        """Messages to feed, or answers (or a cancel) for a parked turn: a turn activity is due."""
+        state = self._state
+        return bool(state.pending) or bool(state.resolutions) or state.cancel_parked
+
     def _rollover(self) -> bool:
         info = workflow.info()
         return info.is_continue_as_new_suggested() or info.get_current_history_length() > HISTORY_LIMIT
@@ -134,11 +141,15 @@ class SessionWorkflow:
     async def _run_turn(self) -> None:
         state = self._state
         batch = list(state.pending)
+        answers = list(state.resolutions)
+        cancel_parked, state.cancel_parked = state.cancel_parked, False
         warm = state.warm_queue
         self._running = True
         self._turn = workflow.start_activity(
             RUN_TURN,
-            TurnInput(self._spec, batch, sorted(self._awaited), state.cwd, state.last_seq),
+            TurnInput(
+                self._spec, batch, sorted(self._awaited), state.cwd, state.last_seq, answers, cancel_parked
+            ),
             result_type=TurnSummary,
             task_queue=warm,  # None: the workflow's own (shared) task queue
             # On the warm worker's queue: if it does not take the turn at once, it is gone.
@@ -163,6 +174,8 @@ class SessionWorkflow:
         finally:
             self._turn = None
             self._running = False
+        given = {answer.call_id for answer in answers}  # applied, or refused by the worker: not again
+        state.resolutions = [answer for answer in state.resolutions if answer.call_id not in given]
         state.warm_queue = None
         if summary is not None:
             self._absorb(summary)
@@ -196,6 +209,8 @@ class SessionWorkflow:
         state.turns_run += summary.turns
         state.cwd = state.cwd or summary.cwd
         state.warm_queue = summary.warm_queue
+        answered = {answer.call_id for answer in state.resolutions}
+        state.approvals = [request for request in summary.approvals if request.call_id not in answered]
         for ident, outcome in summary.outcomes.items():
             if ident in self._awaited:
                 state.outcomes[ident] = outcome
@@ -268,9 +283,50 @@ class SessionWorkflow:
 
     @workflow.update(name="wait_idle")
     async def wait_idle(self) -> int:
-        """Return once nothing runs or waits to run; returns the last committed seq."""
-        await workflow.wait_condition(lambda: not self._running and not self._state.pending)
-        return self._state.last_seq
+        """Return once nothing runs or waits to run (a parked turn waits); returns the last committed seq."""
+        state = self._state
+        await workflow.wait_condition(lambda: not self._running and not self._work_due() and not state.approvals)
+        return state.last_seq
+
+    @workflow.update(name="resolve_approval")
+    def resolve_approval(self, answer: ApprovalResolution) -> dict[str, Any]:
+        """Accept an answer for a call of the parked turn; the next turn activity applies it (SPEC §10.1).
+
+        The first answer accepted wins: the call is no longer pending for the engine.
+        """
+        state = self._state
+        state.approvals = [request for request in state.approvals if request.call_id != answer.call_id]
+        state.resolutions.append(answer)
+        return {
+            "call_id": answer.call_id,
+            "decision": answer.decision,
+            "reason": answer.reason,
+            "arguments": answer.arguments,
+            "by": answer.by,
+        }
+
+    @resolve_approval.validator
+    def _validate_resolve_approval(self, answer: ApprovalResolution) -> None:
+        if answer.decision not in ("once", "always", "deny", "cancelled"):
+            msg = f"decision must be one of once, always, deny, cancelled; got {answer.decision!r}"
+            raise ValueError(msg)
+        if not isinstance(answer.by, str) or not answer.by:
+            msg = "by must name who answered (a non-empty str)"
+            raise ValueError(msg)
+        if not any(request.call_id == answer.call_id for request in self._state.approvals):
+            msg = f"call {answer.call_id!r} is not pending (never requested, or already resolved)"
+            raise ValueError(msg)
+
+    @workflow.update(name="wait_approvals")
+    async def wait_approvals(self) -> list[ApprovalRequest]:
+        """Return the waiting calls once there is one (a long poll for an answerer)."""
+        await workflow.wait_condition(lambda: bool(self._state.approvals))
+        return list(self._state.approvals)
+
+    @workflow.query(name="approvals")
+    def approvals(self) -> list[ApprovalRequest]:
+        """The calls waiting for approval while the turn is parked (no activity runs)."""
+        return list(self._state.approvals)
 
     # ------------------------------------------------------------------ signals and queries
 
@@ -282,6 +338,9 @@ class SessionWorkflow:
         if self._turn is None:
             state.pending = []
             self._finish_batch(dropped, {"kind": "aborted"})
+            if state.approvals:  # a parked turn: the next activity cancels it (its calls end cancelled)
+                state.approvals = []
+                state.cancel_parked = True
             return
         # The running turn's messages are in its log; the activity records the cancel there.
         state.pending = []

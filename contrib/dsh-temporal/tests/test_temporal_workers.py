@@ -154,19 +154,6 @@ async def test_steering_reaches_the_running_turn_at_its_next_step(cluster: Clust
     assert of(events, "assistant/message")[-1].data["message"]["content"][0]["text"] == "echo: look left"
 
 
-async def test_a_call_an_ask_rule_matches_is_denied_remotely(cluster: Cluster) -> None:
-    """A worker has no one to ask: the call is denied, saying remote approval is not available."""
-    rules = {"permissions": {"mode": "full-access", "rules": [{"tool": "echo", "action": "ask"}]}}
-    async with cluster.worker(rules), cluster.agents() as agents:
-        session = await agents.create("asked", agent_options=MODEL)
-        outcome = await session.run('tool:echo {"text": "hi"}')
-        events = await log_until(agents, "asked", lambda e: e.type == "turn/end")
-    (result,) = of(events, "tool/result")
-    assert result.data["error_code"] == "DENIED"
-    assert "remote approval is not available" in result.data["message"]["content"][0]["text"]
-    assert outcome.kind == "completed"
-
-
 async def test_sigterm_stops_a_worker_gracefully(cluster: Cluster) -> None:
     """SIGTERM: the worker stops taking work, exits 0, and no SDK thread crashes at exit."""
     async with cluster.worker() as worker, cluster.agents() as agents:
