@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from dsh_core import AgentHandle, AgentOptions, ConfigError, Context, DshError, Harness, PluginError
+from dsh_core.session_log import TurnStartEvent
 
 from ._config import EffectiveConfig
 from ._errors import CliError
@@ -180,7 +181,7 @@ async def latest_session_id(ctx: Context, cwd: Path) -> str:
             loaded = await persistence.read(item) if hasattr(persistence, "read") else await persistence.load(item)
             where, parent = loaded.meta.cwd, loaded.meta.parent_id
             events = tuple(loaded.events)
-            turns = any(event.type == "turn/start" for event in events)
+            turns = any(event.type == TurnStartEvent.type for event in events)
             updated = events[-1].time if events else 0.0
             ident = item
         else:
