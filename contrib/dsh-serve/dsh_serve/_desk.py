@@ -1,0 +1,237 @@
+"""The sessions the server serves: live agents by id, stored ones resumed on first use.
+
+A session is live when an agent for it runs in this process (created here, resumed here, or
+created by anyone else on the same harness). A stored session (``ctx.session_persistence``) is
+resumed the first time a request needs its agent, so a page that reconnects after a server restart
+finds its session again. Two requests for the same stored session resume it once.
+"""
+
+from __future__ import annotations
+
+import inspect
+import secrets
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from dsh_core import AgentHandle, AgentOptions, DshError, Image, Text, UserMessage
+from dsh_core.session_log import UserMessageEvent
+
+from ._errors import ApiError
+
+if TYPE_CHECKING:
+    from dsh_core import Context, Session
+    from dsh_core.vocabulary._agent_types import Agent
+
+__all__ = ["SessionDesk", "content_of", "new_session_id"]
+
+#: Persistence errors that mean "another process has this session" (each backend has its own
+#: classes until they share dsh_core's; a name is all they have in common).
+_IN_USE_ERRORS = frozenset({"SessionInUseError", "SessionConflictError", "SessionOwnedElsewhereError"})
+
+
+def new_session_id() -> str:
+    """A fresh session id that sorts by creation time, like the CLI's: ``20260130-154501-3fa2c1``."""
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
+
+
+async def _maybe_await(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+def content_of(raw: object, where: str) -> str | tuple[Text | Image, ...]:
+    """A prompt's ``content`` from JSON: a non-empty string, or a list of text and image blocks.
+
+    :raises ApiError: 422 naming ``where`` for anything else.
+    """
+    if isinstance(raw, str):
+        if not raw.strip():
+            raise ApiError(422, f"{where}: must not be empty")
+        return raw
+    if isinstance(raw, list) and raw:
+        try:
+            message = UserMessage.from_json({"role": "user", "id": "prompt", "content": raw})
+        except (TypeError, ValueError) as exc:
+            raise ApiError(422, f"{where}: {exc}") from exc
+        blocks = tuple(block for block in message.content if isinstance(block, Text | Image))
+        if len(blocks) != len(message.content):
+            raise ApiError(422, f"{where}: a prompt holds only text and image blocks")
+        return blocks
+    raise ApiError(422, f"{where}: expected a non-empty string or a list of content blocks, got {raw!r:.80}")
+
+
+def _title(session: Session) -> str:
+    """The first prompt's text, on one line: what the sessions list shows."""
+    for event in session.events:
+        if event.type == UserMessageEvent.type:
+            message: Any = event.data["message"]
+            texts = [str(b["text"]) for b in message["content"] if b["type"] == "text"]
+            return " ".join(" ".join(texts).split())[:200]
+    return ""
+
+
+def _live_summary(agent: Agent) -> dict[str, Any]:
+    events = agent.session.events
+    return {
+        "id": agent.id,
+        "title": _title(agent.session),
+        "status": agent.status,
+        "last_seq": len(events) - 1,
+        "updated": events[-1].time if events else None,
+    }
+
+
+def _stored_summary(item: Any) -> dict[str, Any] | None:
+    ident = item if isinstance(item, str) else getattr(item, "id", None)
+    if not isinstance(ident, str):
+        return None
+    count = getattr(item, "events", None)
+    updated = getattr(item, "modified", None) or getattr(item, "created", None)
+    return {
+        "id": ident,
+        "title": " ".join(str(getattr(item, "title", None) or "").split()),
+        "status": "stored",
+        "last_seq": int(count) - 1 if isinstance(count, int) else None,
+        "updated": updated,
+    }
+
+
+class SessionDesk:
+    """Finds, creates, resumes and deletes the sessions the API names."""
+
+    def __init__(self, ctx: Context, *, model: str, cwd: Path) -> None:
+        self._ctx = ctx
+        self.model = model
+        self.cwd = cwd
+        self._handles: dict[str, AgentHandle] = {}
+        self._locks: dict[str, anyio.Lock] = {}
+
+    @property
+    def _persistence(self) -> Any:
+        return self._ctx.get_service("session_persistence")
+
+    def live(self, session_id: str) -> Agent | None:
+        """The live agent of ``session_id`` in this process, or ``None``."""
+        agent: Agent | None = self._ctx.agents.get(session_id)
+        return agent
+
+    async def _stored(self, session_id: str) -> bool:
+        persistence = self._persistence
+        return persistence is not None and bool(await _maybe_await(persistence.exists(session_id)))
+
+    def check_model(self, model: object) -> str:
+        """``model`` when the harness can call it (a ``provider/model`` with an adapter). :raises ApiError: 422."""
+        if not isinstance(model, str):
+            raise ApiError(422, f"model: expected a 'provider/model' string, got {model!r:.80}")
+        try:
+            self._ctx.llm.resolve(model)
+        except (TypeError, ValueError, LookupError) as exc:
+            raise ApiError(422, f"model: {exc}") from exc
+        return model
+
+    async def create(self, session_id: str | None, model: str | None) -> Agent:
+        """A new session in the workspace. :raises ApiError: 409 when the id is live or stored."""
+        model = self.check_model(self.model if model is None else model)
+        ident = session_id or new_session_id()
+        async with self._lock(ident):
+            if self.live(ident) is not None or await self._stored(ident):
+                raise ApiError(409, f"session {ident!r} exists already; choose another id or omit it")
+            try:
+                handle = await self._ctx.agents.create(
+                    ident, meta={"cwd": str(self.cwd)}, agent_options=AgentOptions(model=model)
+                )
+            except (TypeError, ValueError) as exc:
+                raise ApiError(422, f"id: {exc}") from exc
+        self._handles[ident] = handle
+        agent: Agent = handle.agent
+        return agent
+
+    async def agent(self, session_id: str) -> Agent:
+        """The live agent of ``session_id``, resuming the stored session when it is not live.
+
+        :raises ApiError: 404 for an unknown session, 409 for one another process holds.
+        """
+        agent = self.live(session_id)
+        if agent is not None:
+            return agent
+        async with self._lock(session_id):
+            agent = self.live(session_id)
+            if agent is not None:
+                return agent
+            if not await self._stored(session_id):
+                raise ApiError(404, f"no session {session_id!r} (GET /api/sessions lists them)")
+            try:
+                handle = await self._ctx.agents.resume(session_id, agent_options=AgentOptions(model=self.model))
+            except LookupError as exc:
+                raise ApiError(404, f"no session {session_id!r}: {exc}") from exc
+            except DshError as exc:
+                if type(exc).__name__ in _IN_USE_ERRORS:
+                    raise ApiError(409, f"session {session_id!r} is in use elsewhere: {exc}") from exc
+                raise
+        self._handles[session_id] = handle
+        resumed: Agent = handle.agent
+        return resumed
+
+    def _lock(self, session_id: str) -> anyio.Lock:
+        lock = self._locks.get(session_id)
+        if lock is None:
+            lock = self._locks[session_id] = anyio.Lock()
+        return lock
+
+    async def summaries(self) -> list[dict[str, Any]]:
+        """Every session, live or stored, newest first."""
+        found: dict[str, dict[str, Any]] = {}
+        persistence = self._persistence
+        if persistence is not None:
+            listed: Sequence[Any] = await _maybe_await(persistence.list())
+            for item in listed:
+                summary = _stored_summary(item)
+                if summary is not None:
+                    found[summary["id"]] = summary
+        for agent in self._ctx.agents.list():
+            if agent.status != "disposed":
+                found[agent.id] = _live_summary(agent)
+        return sorted(found.values(), key=lambda s: s["updated"] or 0.0, reverse=True)
+
+    async def summary(self, session_id: str) -> dict[str, Any]:
+        """One session's summary (without resuming it). :raises ApiError: 404."""
+        agent = self.live(session_id)
+        if agent is not None:
+            return {**_live_summary(agent), **_details(agent)}
+        if await self._stored(session_id):
+            for item in await _maybe_await(self._persistence.list()):
+                summary = _stored_summary(item)
+                if summary is not None and summary["id"] == session_id:
+                    return summary
+            return {"id": session_id, "title": "", "status": "stored", "last_seq": None, "updated": None}
+        raise ApiError(404, f"no session {session_id!r} (GET /api/sessions lists them)")
+
+    async def delete(self, session_id: str) -> None:
+        """Dispose the live agent and delete the stored log. :raises ApiError: 404."""
+        async with self._lock(session_id):
+            agent = self.live(session_id)
+            stored = await self._stored(session_id)
+            if agent is None and not stored:
+                raise ApiError(404, f"no session {session_id!r} (GET /api/sessions lists them)")
+            handle = self._handles.pop(session_id, None)
+            if handle is not None:
+                await handle.dispose()
+            elif agent is not None:
+                raise ApiError(409, f"session {session_id!r} is run by another part of this process; it cannot be deleted here")
+            if stored:
+                await _maybe_await(self._persistence.delete(session_id))
+        self._locks.pop(session_id, None)
+
+    async def aclose(self) -> None:
+        """Dispose every agent this desk created or resumed (newest first)."""
+        handles = list(self._handles.values())
+        self._handles.clear()
+        for handle in reversed(handles):
+            await handle.dispose()
+
+
+def _details(agent: Agent) -> Mapping[str, Any]:
+    return {"model": agent.options.model, "cwd": agent.session.meta.cwd}

@@ -1,0 +1,147 @@
+"""The live log: followers of a session read its events from a cursor, woken by one shared event.
+
+A follower never holds a queue of its own. It keeps a cursor (the next ``seq`` it sends) and reads
+``session.events`` from there: the stored events a reconnect asks for, then the live ones as they
+are appended. Subscribing and reading happen without an ``await`` between the length read and the
+wait, so no event is missed and none is sent twice. An append costs the agent one ``Event.set()``
+for all followers together (none at all when nobody waits), so a hundred followers do not slow it,
+and a slow follower only falls behind: the SSE response drops it when a write stalls
+(``send_timeout``), and the client reconnects with its last ``seq``.
+
+Each event is encoded as an SSE frame once per session (a window of the latest frames is kept), not
+once per follower.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Final
+
+import anyio
+
+from dsh_core import hookimpl
+
+if TYPE_CHECKING:
+    from dsh_core import Session, SessionEvent
+
+__all__ = ["LogTails", "SessionTail", "encode_frame"]
+
+#: Frames kept per session for followers near the live end (older ones are encoded again on demand).
+_WINDOW: Final = 4096
+#: Frames sent in one write while a follower catches up.
+_BATCH: Final = 256
+
+
+def encode_frame(event: SessionEvent) -> bytes:
+    """One SSE event: ``id:`` the seq, ``event:`` the type, ``data:`` the event's JSON line."""
+    line = json.dumps(
+        {"type": event.type, "seq": event.seq, "time": event.time, "data": event.plain_data()},
+        ensure_ascii=False,
+        separators=(",", ":"),
+        allow_nan=False,
+    )
+    return f"id: {event.seq}\nevent: {event.type}\ndata: {line}\n\n".encode()
+
+
+class SessionTail:
+    """The followers' side of one live session: the wake-up they share, and its encoded frames."""
+
+    __slots__ = ("_base", "_frames", "_wakeup", "closed", "session")
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        #: the session left the store (disposed) or the server is stopping: followers end
+        self.closed = False
+        self._wakeup: anyio.Event | None = None
+        self._frames: list[bytes] = []
+        self._base = 0
+
+    def wake(self) -> None:
+        """Wake every follower waiting for a new event (called for each append)."""
+        wakeup = self._wakeup
+        if wakeup is not None:
+            self._wakeup = None
+            wakeup.set()
+
+    def close(self) -> None:
+        """End every follower once it has sent what the log holds."""
+        self.closed = True
+        self.wake()
+
+    def _frame(self, seq: int) -> bytes:
+        frames = self._frames
+        index = seq - self._base
+        if 0 <= index < len(frames):
+            return frames[index]
+        frame = encode_frame(self.session.events[seq])
+        if index == len(frames):
+            frames.append(frame)
+            if len(frames) > _WINDOW:
+                drop = len(frames) - _WINDOW // 2
+                del frames[:drop]
+                self._base += drop
+        elif index > len(frames):  # the first follower starts past the window: restart it here
+            self._frames = [frame]
+            self._base = seq
+        return frame
+
+    async def follow(self, after: int) -> AsyncIterator[bytes]:
+        """The frames of the events after ``after`` (``-1``: from the start), then the live ones.
+
+        Ends when the tail closes, after the events the log holds then.
+        """
+        cursor = after + 1
+        events = self.session.events
+        while True:
+            count = len(events)
+            while cursor < count:
+                stop = min(count, cursor + _BATCH)
+                yield b"".join([self._frame(seq) for seq in range(cursor, stop)])
+                cursor = stop
+                count = len(events)
+            if self.closed:
+                return
+            wakeup = self._wakeup
+            if wakeup is None:
+                wakeup = self._wakeup = anyio.Event()
+            await wakeup.wait()
+
+
+class LogTails:
+    """The ``session/event`` listener that wakes the followers; registered only while serving."""
+
+    def __init__(self) -> None:
+        self._tails: dict[str, SessionTail] = {}
+        self._closed = False
+
+    def of(self, session: Session) -> SessionTail:
+        """The tail of this live session (one per session object)."""
+        tail = self._tails.get(session.id)
+        if tail is None or tail.session is not session:
+            tail = SessionTail(session)
+            if self._closed:
+                tail.closed = True
+            else:
+                self._tails[session.id] = tail
+        return tail
+
+    def close_all(self) -> None:
+        """The server is stopping: every follower ends, and new ones end at once."""
+        self._closed = True
+        for tail in self._tails.values():
+            tail.close()
+        self._tails.clear()
+
+    @hookimpl
+    def dsh_session_event(self, session: Session) -> None:
+        tail = self._tails.get(session.id)
+        if tail is not None and tail.session is session:
+            tail.wake()
+
+    @hookimpl
+    def dsh_session_disposed(self, session: Session) -> None:
+        tail = self._tails.get(session.id)
+        if tail is not None and tail.session is session:
+            del self._tails[session.id]
+            tail.close()

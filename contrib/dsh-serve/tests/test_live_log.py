@@ -1,0 +1,203 @@
+"""The live log over SSE: frames, replay then tail with no gap and no duplicate, heartbeats, many
+followers, slow ones dropped, and reconnecting after a server restart (SPEC §10.2)."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+import pytest
+
+from dsh_core.testing import ScriptedModel
+
+from .serve_kit import Served, SseEvent, follow, serving, turn_ended
+
+pytestmark = pytest.mark.anyio
+
+
+def seqs(events: list[SseEvent]) -> list[int]:
+    return [int(e.id or "-1") for e in events]
+
+
+async def run_turn(served: Served, client, ident: str, prompt: str) -> list[SseEvent]:
+    """Send ``prompt`` and follow the log from the start to the turn's end."""
+    async with follow(client, ident) as stream:
+        await client.post(f"/api/sessions/{ident}/send", json={"content": prompt})
+        return await stream.until(turn_ended)
+
+
+async def test_each_event_is_one_frame_with_its_seq_type_and_stored_json(served: Served) -> None:
+    """``id:`` is the seq, ``event:`` the type, ``data:`` the event's ``to_json()``, for the whole log."""
+    served.model.add(ScriptedModel.reasoning("thinking", "An answer.", chunks=2))
+    async with served.client() as client:
+        ident = (await client.post("/api/sessions", json={})).json()["id"]
+        seen = await run_turn(served, client, ident, "question")
+    stored = await served.events(ident)
+    assert [e.json() for e in seen] == stored
+    assert seqs(seen) == list(range(len(stored)))
+    assert [e.event for e in seen] == [e["type"] for e in stored]
+
+
+async def test_replay_after_a_seq_then_tail_without_gap_or_duplicate(served: Served) -> None:
+    """``?after=`` replays the stored events after it, then the live ones follow contiguously."""
+    served.model.add("first answer", ScriptedModel.text("second answer, in pieces", chunks=40))
+    async with served.client() as client:
+        ident = (await client.post("/api/sessions", json={})).json()["id"]
+        first = await run_turn(served, client, ident, "one")
+        middle = len(first) // 2
+        async with follow(client, ident, params={"after": middle}) as stream:
+            await client.post(f"/api/sessions/{ident}/send", json={"content": "two"})
+            seen = await stream.until(lambda e: turn_ended(e) and e.json()["data"]["turn"] == 2)
+    assert seqs(seen) == list(range(middle + 1, seqs(seen)[-1] + 1))
+    assert [e.json() for e in seen] == (await served.events(ident))[middle + 1 :]
+
+
+async def test_last_event_id_wins_over_the_query(served: Served) -> None:
+    """A browser's reconnect keeps its first URL and adds ``Last-Event-ID``: the header decides."""
+    served.model.add("an answer")
+    async with served.client() as client:
+        ident = (await client.post("/api/sessions", json={})).json()["id"]
+        first = await run_turn(served, client, ident, "one")
+        last = seqs(first)[-1]
+        async with follow(client, ident, params={"after": 0}, headers={"Last-Event-ID": str(last - 2)}) as stream:
+            seen = [await stream.next(), await stream.next()]
+    assert all(isinstance(e, SseEvent) for e in seen)
+    assert [int(e.id) for e in seen if isinstance(e, SseEvent) and e.id] == [last - 1, last]
+
+
+async def test_a_follower_joining_mid_stream_misses_nothing(served: Served) -> None:
+    """Joining while the model streams hundreds of chunks: every seq once, in order, to the end."""
+    served.model.add(ScriptedModel.text("x" * 600, chunks=600))
+    async with served.client() as client:
+        ident = (await client.post("/api/sessions", json={})).json()["id"]
+        async with follow(client, ident) as early:
+            await client.post(f"/api/sessions/{ident}/send", json={"content": "stream a lot"})
+            await early.until(lambda e: e.event == "assistant/chunk")
+            async with follow(client, ident, params={"after": 3}) as late:
+                whole = await early.until(turn_ended)
+                joined = await late.until(turn_ended)
+    last = seqs(whole)[-1]
+    assert seqs(joined) == list(range(4, last + 1))
+    assert [e.json() for e in joined] == (await served.events(ident))[4:]
+
+
+async def test_an_idle_stream_gets_a_comment_line_heartbeat(tmp_path: Path) -> None:
+    """An idle follower receives a comment line every ``heartbeat`` seconds."""
+    (tmp_path / "w").mkdir()
+    with serving(tmp_path / "s", tmp_path / "w", heartbeat=0.2) as served:
+        async with served.client() as client:
+            ident = (await client.post("/api/sessions", json={})).json()["id"]
+            async with follow(client, ident) as stream:
+                first = await stream.next()
+                second = await stream.next()
+    assert isinstance(first, str)
+    assert first.startswith(":")
+    assert isinstance(second, str)
+    assert second.startswith(":")
+
+
+async def test_many_followers_see_one_send_alike(served: Served) -> None:
+    """Eight followers of one session all see the same events, whoever sent the prompt."""
+    served.model.add(ScriptedModel.text("shared answer", chunks=5))
+    async with served.client() as client:
+        ident = (await client.post("/api/sessions", json={})).json()["id"]
+        results: dict[int, list[SseEvent]] = {}
+        subscribed = [anyio.Event() for _ in range(8)]
+
+        async def one(index: int) -> None:
+            async with served.client() as own, follow(own, ident) as stream:
+                subscribed[index].set()
+                results[index] = await stream.until(turn_ended)
+
+        async with anyio.create_task_group() as tg:
+            for index in range(8):
+                tg.start_soon(one, index)
+            for ready in subscribed:
+                await ready.wait()
+            async with served.client() as sender:
+                await sender.post(f"/api/sessions/{ident}/send", json={"content": "to everyone"})
+    expected = await served.events(ident)
+    for index in range(8):
+        assert [e.json() for e in results[index]] == expected
+
+
+def _kernel_send_buffer() -> int:
+    """The most a TCP socket's send buffer may grow to here (what a stalled peer lets us write)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/tcp_wmem").read_text().split()[2])
+    except (OSError, ValueError, IndexError):
+        return 4 * 1024 * 1024
+
+
+async def test_a_follower_that_stops_reading_is_dropped_without_slowing_the_turn(tmp_path: Path) -> None:
+    """A client that never reads is dropped once a write stalls; the turn and other followers go on."""
+    (tmp_path / "w").mkdir()
+    # three times what the kernel buffers for a peer that does not read: the server's writes must stall
+    size = 3 * _kernel_send_buffer()
+    model = ScriptedModel([ScriptedModel.text("y" * size, chunks=size // 20_000)], checkpoints=True)
+    with serving(tmp_path / "s", tmp_path / "w", model=model, send_timeout=0.3) as served:
+        async with served.client() as client:
+            ident = (await client.post("/api/sessions", json={})).json()["id"]
+            port = int(served.url.rsplit(":", 1)[1])
+            stalled = socket.socket()
+            stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            try:
+                await anyio.to_thread.run_sync(stalled.connect, ("127.0.0.1", port))
+                request = (
+                    f"GET /api/sessions/{ident}/events?token={served.token} HTTP/1.1\r\n"
+                    f"Host: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n"
+                )
+                stalled.sendall(request.encode())
+                async with follow(client, ident) as healthy:
+                    await client.post(f"/api/sessions/{ident}/send", json={"content": "a lot"})
+                    seen = await healthy.until(turn_ended)  # the turn ended while the stalled one read nothing
+                assert seen[-1].json()["data"]["reason"]["kind"] == "completed"
+
+                def drain_to_eof() -> int:
+                    stalled.settimeout(10)  # not dropped: the read times out (what it read is all there was)
+                    total = 0
+                    while chunk := stalled.recv(1 << 16):
+                        total += len(chunk)
+                    return total
+
+                received = await anyio.to_thread.run_sync(drain_to_eof)  # EOF: the server dropped it
+            finally:
+                stalled.close()
+    assert received < 2 * size  # it got a part of the log, not all of it
+
+
+async def test_the_stream_ends_when_the_session_is_deleted(served: Served) -> None:
+    """Deleting a session ends its followers' streams."""
+    async with served.client() as client:
+        ident = (await client.post("/api/sessions", json={})).json()["id"]
+        async with follow(client, ident) as stream:
+            async with served.client() as other:
+                assert (await other.delete(f"/api/sessions/{ident}")).status_code == 204
+            assert await stream.rest() == []
+
+
+async def test_reconnecting_after_a_server_restart_resumes_the_session(tmp_path: Path) -> None:
+    """After a restart the session is listed as stored; its log replays from the last seen seq and
+    a new prompt continues it."""
+    (tmp_path / "w").mkdir()
+    with serving(tmp_path / "s", tmp_path / "w", model=ScriptedModel(["before the restart"])) as served:
+        async with served.client() as client:
+            ident = (await client.post("/api/sessions", json={})).json()["id"]
+            before = await run_turn(served, client, ident, "one")
+    with serving(tmp_path / "s", tmp_path / "w", model=ScriptedModel(["after the restart"])) as served:
+        async with served.client() as client:
+            listed = (await client.get("/api/sessions")).json()["sessions"]
+            assert [(s["id"], s["status"], s["last_seq"]) for s in listed] == [(ident, "stored", seqs(before)[-1])]
+            last = seqs(before)[-1]
+            async with follow(client, ident, headers={"Last-Event-ID": str(last - 1)}) as stream:
+                replayed = await stream.until(lambda e: e.id == str(last))
+                await client.post(f"/api/sessions/{ident}/send", json={"content": "two"})
+                after = await stream.until(turn_ended)
+            shown = (await client.get(f"/api/sessions/{ident}")).json()
+    assert [e.json() for e in replayed] == [before[-1].json()]
+    assert seqs(after)[0] == last + 1
+    assert after[-1].json()["data"]["turn"] == 2
+    assert shown["status"] != "stored"
+    assert shown["title"] == "one"
