@@ -99,6 +99,15 @@ class Served:
         assert self.gate.entered is not None
         await self.call(self.gate.entered.wait)
 
+    def wait_gate_entered_blocking(self) -> None:
+        """``wait_gate_entered`` for a test without an event loop (the browser tests)."""
+        assert self.gate.entered is not None
+        self.portal.call(self.gate.entered.wait)
+
+    def open_gate_blocking(self) -> None:
+        assert self.gate.opened is not None
+        self.portal.call(self.gate.opened.set)
+
     async def events(self, session_id: str) -> list[dict[str, Any]]:
         """The session's live log as JSON, read in the server's loop."""
 
