@@ -11,6 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from dsh_core.services.approvals import (
+    ApprovalBook,
+    ApprovalNotPendingError,
+    PendingApproval,
+    make_durable,
+    resolution_of,
+)
+from dsh_core.services.awaited import NotPendingError
 from dsh_core.vocabulary import AgentOptions, AgentStatus, Image, Text, TurnOutcome, UserMessage, new_id
 
 from ._header import HeaderLog
@@ -22,6 +30,7 @@ if TYPE_CHECKING:
     from dsh_core.llm import LlmCallConfig
     from dsh_core.services import AssemblyContext
     from dsh_core.services.sessions import Session
+    from dsh_core.session_log import SessionEvent
     from dsh_core.vocabulary import Message
 
 __all__ = ["Agent"]
@@ -38,6 +47,7 @@ class Agent:
 
     __slots__ = (
         "__weakref__",
+        "_approvals",
         "_ctx",
         "_options",
         "_session",
@@ -62,6 +72,8 @@ class Agent:
         #: whom the system prompt is assembled for, built at the first step (id, scope, cwd and
         #: model never change for an agent)
         self.assembly_context: AssemblyContext | None = None
+        #: the session's approvals (made from the log on first use; held here so it lives with the agent)
+        self._approvals: ApprovalBook | None = None
 
     # ------------------------------------------------------------------ what the Agent protocol exposes
 
@@ -185,6 +197,51 @@ class Agent:
         await waiter.done.wait()
         assert waiter.outcome is not None
         return waiter.outcome
+
+    def pending_approvals(self) -> tuple[PendingApproval, ...]:
+        """The calls waiting for a yes (their ``approval/requested`` without ``approval/resolved``), in log order."""
+        return self.approvals.pending()
+
+    async def resolve_approval(
+        self,
+        call_id: str,
+        decision: str,
+        *,
+        reason: str | None = None,
+        arguments: Mapping[str, Any] | str | None = None,
+        by: str = "api",
+    ) -> SessionEvent:
+        """Answer the pending approval of ``call_id``, from any task; returns the ``approval/resolved`` event.
+
+        ``decision`` is ``once``, ``always`` (this tool, for the rest of the session), ``deny``
+        (``reason``, if given, is told to the model) or ``cancelled``. ``arguments`` (a mapping or
+        JSON text) replace the model's and are checked like them. The first resolution appended
+        wins; the event is durable when this returns.
+
+        :raises ApprovalNotPendingError: ``call_id`` is unknown or already resolved (a ``LookupError``).
+        :raises ValueError: a malformed decision or ``by``, or edited arguments the tool refuses
+            (the request stays pending). :raises TypeError: a value of the wrong type.
+        """
+        if not isinstance(call_id, str):
+            msg = f"call_id must be a str, got {type(call_id).__name__}"
+            raise TypeError(msg)
+        self.machine.check_alive(self.id)
+        book = self.approvals
+        try:
+            request = book.log.check_pending(call_id)
+        except NotPendingError as exc:
+            raise ApprovalNotPendingError(str(exc), session_id=exc.session_id, call_id=call_id) from None
+        resolved = resolution_of(self._ctx, self.id, request, decision, reason=reason, arguments=arguments, by=by)
+        event = book.resolve(resolved)
+        await make_durable(self._ctx, self._session)
+        return event
+
+    @property
+    def approvals(self) -> ApprovalBook:
+        book = self._approvals
+        if book is None:
+            book = self._approvals = ApprovalBook.of(self._session)
+        return book
 
     def __repr__(self) -> str:
         return f"<Agent {self.id!r} {self.machine.state.value}>"

@@ -16,6 +16,7 @@ from dsh_core.llm import Failure
 from dsh_core.session_log import (
     ContextMessageEvent,
     InboxClearedEvent,
+    ParkedTurn,
     PromptBlockedEvent,
     SteeringMessageEvent,
     TurnEndEvent,
@@ -36,7 +37,8 @@ from dsh_core.vocabulary import (
 from ._agent import Agent
 from ._interrupt import Aborted, TurnInterrupts, check
 from ._machine import AgentState
-from ._step import ModelFailed, log_step_items, run_step
+from ._step import ModelFailed, log_step_items, resume_parked_step, run_step
+from ._tool_calls import TurnParked
 from ._turn_end import TurnEnd, strongest
 
 __all__ = ["drive"]
@@ -67,7 +69,7 @@ async def drive(agent: Agent) -> None:
                 await events.notify("agent/status", agent=agent, status="idle")
                 machine.settle()  # a listener may have sent something: then the driver goes on
         elif state is AgentState.WOKEN:
-            if machine.inbox.queued:
+            if machine.inbox.queued or machine.parked is not None:
                 signal = machine.begin_turn()
                 await events.notify("agent/status", agent=agent, status="running")
                 if not signal.cancelled:  # a cancel during the running flip drops the turn
@@ -124,21 +126,30 @@ async def run_turn(agent: Agent, signal: CancelSignal) -> None:
     events), so numbering continues across resumes without a counter of the loop's own.
     """
     session = agent.session
-    turn = session.last_turn + 1
-    try:
-        session.append(TurnStartEvent(turn=turn))
-    except Exception as exc:  # noqa: BLE001 - a vetoed turn/start: no turn, the prompts are dropped
-        await agent.ctx.events.notify("agent/error", agent=agent, turn=session.last_turn, step=0, error=exc)
-        _drop_queued(agent, exc)
-        return
-    state = _TurnState(turn, signal)
+    parked = agent.machine.take_parked()
+    if parked is not None:  # re-opened where it waited for approval: no turn/start, no prompts
+        state = _TurnState(parked.turn, signal, step=parked.step)
+    else:
+        turn = session.last_turn + 1
+        try:
+            session.append(TurnStartEvent(turn=turn))
+        except Exception as exc:  # noqa: BLE001 - a vetoed turn/start: no turn, the prompts are dropped
+            await agent.ctx.events.notify("agent/error", agent=agent, turn=session.last_turn, step=0, error=exc)
+            _drop_queued(agent, exc)
+            return
+        state = _TurnState(turn, signal)
+    turn = state.turn
     interrupts = TurnInterrupts(signal)
     try:
         with interrupts.scope:  # absorbs the cancellation the signal caused, nothing else
             interrupts.arm()
-            state.end = await _turn_body(agent, state, interrupts)
+            state.end = await _turn_body(agent, state, interrupts, parked)
         if interrupts.kept is not None:  # a step cancelled while it streamed
             state.last_message = interrupts.kept
+    except TurnParked:  # disposed while a call waits for approval: the log keeps the turn open
+        await _flush(agent)
+        agent.machine.resolve(state.consumed, TurnOutcome({"kind": "disposed"}, None))
+        return
     except Aborted as aborted:
         state.last_message = aborted.message or state.last_message
     except Exception as exc:  # noqa: BLE001 - a plugin bug ends the turn, never the loop
@@ -189,7 +200,11 @@ def _close_turn(agent: Agent, state: _TurnState, end: TurnEnd) -> None:
     session.append(TurnEndEvent(turn=state.turn, reason=end))
 
 
-async def _turn_body(agent: Agent, state: _TurnState, interrupts: TurnInterrupts) -> TurnEnd:
+async def _turn_body(
+    agent: Agent, state: _TurnState, interrupts: TurnInterrupts, parked: ParkedTurn | None = None
+) -> TurnEnd:
+    if parked is not None:
+        return await _steps(agent, state, interrupts, parked)
     events = agent.ctx.events
     session = agent.session
     signal = state.signal
@@ -220,11 +235,23 @@ async def _turn_body(agent: Agent, state: _TurnState, interrupts: TurnInterrupts
     check(signal)
     if admitted == 0:
         return TurnEnd("rejected")
+    return await _steps(agent, state, interrupts)
+
+
+async def _steps(
+    agent: Agent, state: _TurnState, interrupts: TurnInterrupts, parked: ParkedTurn | None = None
+) -> TurnEnd:
+    """The turn's steps until it stops; a ``parked`` turn first finishes the step it waited in."""
+    signal = state.signal
     end: TurnEnd | None = None
     while True:
-        check(signal)  # before each step
-        state.step += 1
-        outcome = await run_step(agent, state.turn, state.step, interrupts)
+        if parked is not None:
+            outcome = await resume_parked_step(agent, state.turn, state.step, interrupts, parked)
+            parked = None
+        else:
+            check(signal)  # before each step
+            state.step += 1
+            outcome = await run_step(agent, state.turn, state.step, interrupts)
         state.last_message = outcome.message
         if outcome.max_tokens:
             end = strongest(end, TurnEnd("max-tokens"))

@@ -39,7 +39,14 @@ from typing import TYPE_CHECKING, Final
 
 import anyio
 
-from dsh_core.session_log import ContextMessageEvent, InboxClearedEvent, InboxQueuedEvent, SessionEvent
+from dsh_core.session_log import (
+    ContextMessageEvent,
+    InboxClearedEvent,
+    InboxQueuedEvent,
+    ParkedTurn,
+    SessionEvent,
+    parked_turn,
+)
 from dsh_core.vocabulary import (
     AgentDisposedError,
     AgentStatus,
@@ -148,12 +155,15 @@ class AgentMachine:
     events that ``_to`` sets.
     """
 
-    __slots__ = ("_known", "_session", "_settled", "_state", "_wake", "inbox", "turn_signal", "waiters")
+    __slots__ = ("_known", "_session", "_settled", "_state", "_wake", "inbox", "parked", "turn_signal", "waiters")
 
     def __init__(self, session: Session) -> None:
         self._session = session
         self._state = AgentState.IDLE
         self.inbox = Inbox.restore(session.events)
+        #: the turn the log ends in, parked on an approval (SPEC §10.1): the next turn the driver
+        #: runs re-opens it instead of starting one
+        self.parked: ParkedTurn | None = parked_turn(session.events) if session.open_turn is not None else None
         #: every id ever queued or injected in this session (from the log, then each accept): a
         #: caller-chosen id seen again is a retried send or inject, which must not count twice
         #: (None while empty: an idle agent with a fresh log keeps no set)
@@ -185,7 +195,9 @@ class AgentMachine:
     def turn_due(self) -> bool:
         """A turn is running or about to: context injected now rides with one of its steps."""
         state = self._state
-        return state is AgentState.RUNNING or (state is AgentState.WOKEN and bool(self.inbox.queued))
+        return state is AgentState.RUNNING or (
+            state is AgentState.WOKEN and (bool(self.inbox.queued) or self.parked is not None)
+        )
 
     def knows(self, ident: str) -> bool:
         """Whether ``ident`` was ever queued (pending, consumed or cleared) or injected in this session."""
@@ -248,6 +260,16 @@ class AgentMachine:
         """Wake the driver to run the queued prompts (IDLE or IDLING -> WOKEN); nothing queued: no-op."""
         if self.inbox.queued and (self._state is AgentState.IDLE or self._state is AgentState.IDLING):
             self._to(AgentState.WOKEN)
+
+    def reopen_parked(self) -> None:
+        """Wake the driver to re-open the parked turn (if the log ends in one)."""
+        if self.parked is not None and self._state is AgentState.IDLE:
+            self._to(AgentState.WOKEN)
+
+    def take_parked(self) -> ParkedTurn | None:
+        """The parked turn for the turn about to run, once."""
+        parked, self.parked = self.parked, None
+        return parked
 
     def request_flush(self) -> None:
         """Wake the driver to flush what was appended while idle (IDLE or IDLING -> WOKEN)."""

@@ -324,6 +324,7 @@ class AgentLoop:
             self.lifecycles[ident] = lifecycle
             lifecycle.owner_effect = owner_ctx.effect(lifecycle.teardown)
             lifecycle.start_driver()
+            lifecycle.agent.machine.reopen_parked()  # a turn parked on an approval goes on (§10.1)
         except BaseException:
             if lifecycle is not None:
                 await lifecycle.teardown()

@@ -11,9 +11,11 @@ import attrs
 from dsh_core.llm import BlockAssembler, Failure, LlmCallConfig, LlmRequest, Usage
 from dsh_core.services.agents import assemble_context_for
 from dsh_core.session_log import (
+    ApprovalResolvedEvent,
     AssistantChunkEvent,
     AssistantMessageEvent,
     ContextMessageEvent,
+    ParkedTurn,
     SteeringMessageEvent,
     StepStartEvent,
 )
@@ -23,7 +25,7 @@ from ._agent import Agent
 from ._interrupt import TurnInterrupts, check
 from ._tool_calls import run_tool_calls
 
-__all__ = ["ModelFailed", "StepOutcome", "log_step_items", "run_step"]
+__all__ = ["ModelFailed", "StepOutcome", "log_step_items", "resume_parked_step", "run_step"]
 
 
 class ModelFailed(Exception):
@@ -138,6 +140,24 @@ async def run_step(agent: Agent, turn: int, step: int, interrupts: TurnInterrupt
             context = UserMessage(content=text, source={"kind": "context"})
             session.append(ContextMessageEvent(message=context))
     return StepOutcome(message=message, ran_tools=bool(calls), max_tokens=max_tokens)
+
+
+async def resume_parked_step(
+    agent: Agent, turn: int, step: int, interrupts: TurnInterrupts, parked: ParkedTurn
+) -> StepOutcome:
+    """Finish the step a turn was parked in (SPEC §10.1): its calls not yet finished run (the one
+    waiting asks again for the same request, no model call is repeated), then the turn goes on."""
+    message = parked.message
+    calls = [call for call in message.tool_calls if call.id not in parked.finished]
+    contexts = await run_tool_calls(agent, turn, step, calls, interrupts.signal, logged=parked.logged)
+    for text in contexts:
+        context = UserMessage(content=text, source={"kind": "context"})
+        agent.session.append(ContextMessageEvent(message=context))
+    book = agent.approvals
+    for call_id in sorted(parked.waiting):  # asked no more (a rule changed): closed, not pending forever
+        if book.log.answer_of(call_id) is None:
+            book.resolve(ApprovalResolvedEvent(call_id=call_id, decision="cancelled", by="repair"))
+    return StepOutcome(message=message, ran_tools=True, max_tokens=False)
 
 
 def _keep_interrupted(

@@ -24,17 +24,31 @@ from dsh_core.vocabulary import (
 
 from ._agent import Agent
 
-__all__ = ["run_tool_calls"]
+__all__ = ["TurnParked", "run_tool_calls"]
+
+
+class TurnParked(Exception):
+    """The agent was disposed while a call of this step waited for approval: the turn is left open
+    (parked, SPEC §10.1) for a resume to re-open; nothing more is logged for it."""
 
 _NOT_STARTED = "Error: the tool call was cancelled before it started; it did not run."
 
 
 async def run_tool_calls(
-    agent: Agent, turn: int, step: int, calls: Sequence[ToolCall], signal: CancelSignal
+    agent: Agent,
+    turn: int,
+    step: int,
+    calls: Sequence[ToolCall],
+    signal: CancelSignal,
+    *,
+    logged: frozenset[str] = frozenset(),
 ) -> list[str]:
-    """Execute ``calls``; returns the additional context their results asked to add."""
+    """Execute ``calls``; returns the additional context their results asked to add.
+
+    ``logged`` are calls whose ``tool/call`` is in the log already (a parked step re-opened).
+    """
     contexts: list[str] = []
-    started: set[str] = set()
+    started: set[str] = set(logged)
     finished: set[str] = set()
     index = 0
     try:
@@ -44,14 +58,22 @@ async def run_tool_calls(
             group = _next_group(agent, calls, index)
             executions = [_execution(agent, turn, step, call, signal) for call in group]
             for call in group:
-                _log_call(agent, turn, step, call)
-                started.add(call.id)
+                if call.id not in started:
+                    _log_call(agent, turn, step, call)
+                    started.add(call.id)
             results = await _execute_group(agent, executions)
+            parked = agent.approvals.parked
             for call, result in zip(group, results, strict=True):
+                if call.id in parked:
+                    continue
                 _log_result(agent, turn, step, call, result)
                 finished.add(call.id)
                 contexts.extend(result.additional_context)
+            if parked and any(call.id in parked for call in group):
+                raise TurnParked
             index += len(group)
+    except TurnParked:
+        raise
     except BaseException as exc:
         # A plugin raised inside the pipeline (or the harness is shutting down): close every call.
         failed = _error(f"Error: the tool pipeline failed ({type(exc).__name__}: {exc}); outcome unknown.", "TOOL_ERROR")

@@ -12,6 +12,9 @@ from dsh_core.services._persistence import LoadedSessionLike as LoadedSessionLik
 from dsh_core.services._persistence import SessionPersistence as SessionPersistence
 from dsh_core.services.agents import agent_events as agent_events
 from dsh_core.services.agents import assemble_context_for as assemble_context_for
+from dsh_core.services.approvals import ApprovalAnswer as ApprovalAnswer
+from dsh_core.services.approvals import ApprovalNotPendingError as ApprovalNotPendingError
+from dsh_core.services.approvals import PendingApproval as PendingApproval
 from dsh_core.services.sessions import Session as Session
 from dsh_core.services.sessions import SessionMeta as SessionMeta
 from dsh_core.services.subagents import SubagentError as SubagentError
@@ -76,6 +79,8 @@ __all__ = [
     "AgentHandle",
     "AgentOptions",
     "Allow",
+    "ApprovalAnswer",
+    "ApprovalNotPendingError",
     "ApprovalService",
     "Ask",
     "AssemblyContext",
@@ -100,6 +105,7 @@ __all__ = [
     "LoadedSessionLike",
     "Message",
     "MissingServiceError",
+    "PendingApproval",
     "PluginError",
     "PluginInfo",
     "Reasoning",

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from dsh_core.host._markers import hookspec
 
 if TYPE_CHECKING:
+    from dsh_core.services.approvals import ApprovalAnswer, PendingApproval
     from dsh_core.services.sessions import Session
     from dsh_core.session_log._event import SessionEvent
     from dsh_core.vocabulary._agent_types import Agent
@@ -166,7 +167,26 @@ def dsh_session_flush(session: Session) -> None:
 
 @hookspec(mode="waterfall", value="decision", subject="execution")
 def dsh_tools_pre_execute(execution: ToolExecution, decision: Allow | Deny | Ask) -> Allow | Deny | Ask | None:
-    """Allow, deny or ask before a tool runs. ``Ask`` goes to ``ctx.approval`` when loaded."""
+    """Allow, deny or ask before a tool runs.
+
+    ``Ask(reason)`` logs ``approval/requested`` (durable before anyone is asked) and the call waits
+    for the first ``approval/resolved``: from an ``approval/answer`` listener, the ``approval``
+    service (``ctx.approval``, e.g. the CLI's prompt) or ``agent.resolve_approval`` from any task.
+    With no answerer it waits until resolved or cancelled. ``always`` answers for a tool before,
+    read from the log, let it run unasked.
+    """
+
+
+@hookspec(mode="serial", subject="execution")
+def dsh_approval_answer(execution: ToolExecution, request: PendingApproval) -> ApprovalAnswer | bool | Deny | None:
+    """Answer a call waiting for approval at once (a policy): the first non-``None`` answer wins.
+
+    Asked after ``approval/requested`` is durable, before the ``approval`` service. ``True`` is
+    ``once``, ``False`` or a ``Deny(reason)`` a denial; an ``ApprovalAnswer`` says it all (``always``,
+    edited arguments, ``by``; default ``by`` is ``policy``). Return ``None`` to leave the call to
+    the other answerers; one that must take time resolves it later through
+    ``agent.resolve_approval`` from a task of its own instead of blocking here.
+    """
 
 
 @hookspec(mode="around", subject="execution")

@@ -33,6 +33,7 @@ EXPECTED_MODES = {
     "tools/execute": "around",
     "tools/post-execute": "waterfall",
     "tools/result": "notify",
+    "approval/answer": "serial",
 }
 
 

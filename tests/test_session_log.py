@@ -21,6 +21,8 @@ from dsh_core.llm import Failure, Finish, LlmCallConfig, TextDelta, ToolCallDelt
 from dsh_core.session_log import (
     CONSUMING_EVENT_TYPES,
     SURFACE_EVENT_TYPES,
+    ApprovalRequestedEvent,
+    ApprovalResolvedEvent,
     AssistantChunkEvent,
     AssistantMessageEvent,
     ContextMessageEvent,
@@ -95,6 +97,9 @@ SAMPLES: list[LogEvent] = [
         turn=1, step=1, message=ToolResultMessage("c2", "denied", True, "t2"), error_code="DENIED"
     ),
     InboxClearedEvent(ids=("q5", "q6")),
+    ApprovalRequestedEvent(call_id="c3", tool="bash", arguments={"command": "make"}, reason="ask bash(make*)"),
+    ApprovalResolvedEvent(call_id="c3", decision="once", arguments={"command": "make -j2"}, by="cli"),
+    ApprovalResolvedEvent(call_id="c4", decision="deny", reason="run the tests first", by="serve"),
     TurnEndEvent(turn=1, reason=TurnEnd("completed")),
     TurnEndEvent(turn=2, reason=TurnEnd("error", failure=Failure("boom", "SERVER", 500))),
     TurnEndEvent(turn=3, reason=TurnEnd("stopped", reason="enough")),
@@ -112,8 +117,10 @@ def golden_lines() -> list[str]:
 
 
 def test_every_core_type_of_spec_section_3_is_declared_once() -> None:
-    """The catalogue declares exactly the types SPEC §3 lists, plus the inbox records."""
+    """The catalogue declares exactly the types SPEC §3 lists, plus the inbox and approval records (§10.1)."""
     assert {spec.type for spec in CORE} == {
+        "approval/requested",
+        "approval/resolved",
         "turn/start",
         "user/message",
         "prompt/blocked",
@@ -200,7 +207,10 @@ def test_payload_round_trips_through_json_text(sample: LogEvent) -> None:
     parsed = loads_json(text, where=sample.type)
     assert type(sample).from_data(parsed) == sample  # type: ignore[arg-type]
     assert read_payload(sample.type, parsed) == sample  # type: ignore[arg-type]
-    assert None not in parsed.values()  # type: ignore[union-attr]
+    if sample.type == "approval/resolved":  # SPEC §10.1 spells its keys out: reason and arguments may be null
+        assert set(parsed) == {"call_id", "decision", "reason", "arguments", "by"}  # type: ignore[arg-type]
+    else:
+        assert None not in parsed.values()  # type: ignore[union-attr]
 
 
 @settings(max_examples=60, deadline=None)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 import anyio
 
 from dsh_core.session_log._event import SessionEvent
+from dsh_core.session_log._repair import parked_turn
 from dsh_core.session_log._session import CheckedLog, Session, SessionMeta, Validator, open_turn_in
 from dsh_core.vocabulary._errors import DuplicateRegistrationError, EventDataError, ScopeDisposedError
 
@@ -174,7 +175,7 @@ class SessionStore:
                     f"seed[{index}] must be a SessionEvent or a (type, data) pair, got {type(item).__name__}"
                 )
                 raise TypeError(msg)
-        if session.open_turn is not None:
+        if session.open_turn is not None and parked_turn(session.events) is None:  # re-opened by a resume (§10.1)
             msg = (
                 f"session {id!r}: the seed ends inside turn {session.open_turn} (a turn/start without its "
                 "turn/end); a seed must end between turns — repair the log first (a persistence plugin's "

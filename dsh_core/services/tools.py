@@ -22,6 +22,7 @@ import anyio
 import attrs
 
 from dsh_core.host._dispatch import check_guards
+from dsh_core.services.approvals import ApprovalAnswer, ApprovalBook, denial_text, settle_approval
 from dsh_core.tools._arguments import parse_arguments
 from dsh_core.tools._definition import Tool, tool
 from dsh_core.tools._errors import ToolError
@@ -356,7 +357,7 @@ class ToolRuntime:
         events = self._ctx.events
         decision = await events.waterfall("tools/pre-execute", _ALLOW, execution=execution)
         if isinstance(decision, Ask):
-            decision = await self._ask(execution, decision)
+            decision, execution = await self._ask(execution, decision)
         if isinstance(decision, Deny):
             return _denied(execution, decision.reason)
         if not isinstance(decision, Allow):
@@ -378,10 +379,32 @@ class ToolRuntime:
             )
         return result
 
-    async def _ask(self, execution: ToolExecution, ask: Ask) -> Allow | Deny:
+    async def _ask(self, execution: ToolExecution, ask: Ask) -> tuple[Allow | Deny, ToolExecution]:
+        """An ``Ask``: logged as ``approval/requested``, decided by the first ``approval/resolved``
+        (SPEC §10.1, ``approvals.settle_approval``); edited arguments replace the model's.
+
+        A call outside any live session (``execution.session_id`` unknown here) has no log to
+        wait on: the ``approval`` service decides alone, and with none the call is denied.
+        """
         ctx = execution.ctx if execution.ctx is not None else self._ctx
-        approval = ctx.get_service("approval")
         reason = ask.reason or f"tool {execution.name!r} needs approval"
+        session_id = execution.session_id
+        session = ctx.sessions.get(session_id) if session_id is not None else None
+        if session is None:
+            return await self._ask_unlogged(ctx, execution, reason), execution
+        book = ApprovalBook.of(session)
+        if book.always_allows(execution.name) and book.request_of(execution.call_id) is None:
+            return _ALLOW, execution  # (a parked call's own request is still answered)
+        request, resolved = await settle_approval(ctx, session, execution, reason)
+        if resolved.decision in ("deny", "cancelled"):
+            return Deny(denial_text(request, resolved)), execution
+        edited = resolved.arguments
+        if edited is not None:
+            execution = _with_arguments(execution, dumps_json(edited), edited)
+        return _ALLOW, execution
+
+    async def _ask_unlogged(self, ctx: Context, execution: ToolExecution, reason: str) -> Allow | Deny:
+        approval = ctx.get_service("approval")
         if approval is None:
             return Deny(
                 f"{reason}; it needs approval, but this harness has no approval channel (no 'approval' service)"
@@ -390,11 +413,26 @@ class ToolRuntime:
             approved = await approval.approve(execution, reason)
         except Exception as exc:  # noqa: BLE001 - a failing approval channel fails closed, never allows
             return Deny(f"{reason}; asking for approval failed ({type(exc).__name__}: {exc})")
-        if approved is True:
+        if approved is True or (isinstance(approved, ApprovalAnswer) and approved.decision in ("once", "always")):
             return _ALLOW
         if isinstance(approved, Deny):  # the channel says why: the user's reason, or that nobody was asked
             return approved
         return Deny(f"the user rejected the call ({reason})")
+
+    def check_arguments(self, name: str, arguments: str, agent: AgentRef = None) -> FrozenDict:
+        """``arguments`` (JSON text) parsed and checked against tool ``name``'s schema, as a call's are.
+
+        :raises ValueError: with the ``INVALID_ARGS`` text the model would get, or naming an unknown tool.
+        """
+        entry = self._entry(name, _agent_id(agent))
+        if entry is None:
+            msg = f"there is no tool named {name!r} to check arguments for"
+            raise ValueError(msg)
+        parsed = _parse(entry, arguments)
+        if isinstance(parsed, ToolResult):
+            text = parsed.content[0].text if parsed.content and isinstance(parsed.content[0], Text) else "invalid"
+            raise ValueError(text.removeprefix("Error: "))
+        return parsed
 
     async def _post_execute(self, execution: ToolExecution, result: ToolResult) -> ToolResult:
         decision = await self._ctx.events.waterfall(
@@ -470,6 +508,11 @@ def _with_parsed(execution: ToolExecution, parsed: FrozenDict) -> ToolExecution:
         ctx=execution.ctx,
         signal=execution.signal,
     )
+
+
+def _with_arguments(execution: ToolExecution, arguments: str, parsed: FrozenDict) -> ToolExecution:
+    """The call with arguments an approval edited (text and parsed)."""
+    return attrs.evolve(execution, arguments=arguments, parsed=parsed)
 
 
 def _parse(entry: _Entry, arguments: str) -> FrozenDict | ToolResult:

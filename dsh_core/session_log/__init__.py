@@ -1,7 +1,11 @@
 """The session log: its event envelope, the catalogue of event types with their data, the checks an append applies, and crash repair."""
 
+from ._catalogue import APPROVAL_DECISIONS as APPROVAL_DECISIONS
 from ._catalogue import CONSUMING_EVENT_TYPES as CONSUMING_EVENT_TYPES
 from ._catalogue import SURFACE_EVENT_TYPES as SURFACE_EVENT_TYPES
+from ._catalogue import ApprovalDecision as ApprovalDecision
+from ._catalogue import ApprovalRequestedEvent as ApprovalRequestedEvent
+from ._catalogue import ApprovalResolvedEvent as ApprovalResolvedEvent
 from ._catalogue import AssistantChunkEvent as AssistantChunkEvent
 from ._catalogue import AssistantMessageEvent as AssistantMessageEvent
 from ._catalogue import ContextMessageEvent as ContextMessageEvent
@@ -24,7 +28,9 @@ from ._event import SessionEvent as SessionEvent
 from ._event import logged_event as logged_event
 from ._repair import NOT_STARTED as NOT_STARTED
 from ._repair import OUTCOME_UNKNOWN as OUTCOME_UNKNOWN
+from ._repair import ParkedTurn as ParkedTurn
 from ._repair import StoredLogError as StoredLogError
+from ._repair import parked_turn as parked_turn
 from ._repair import repair_events as repair_events
 from ._session import CheckedLog as CheckedLog
 from ._session import Session as Session
@@ -43,10 +49,14 @@ from ._surface import SurfaceOp as SurfaceOp
 from ._surface import SurfaceOpKind as SurfaceOpKind
 
 __all__ = [
+    "APPROVAL_DECISIONS",
     "CONSUMING_EVENT_TYPES",
     "NOT_STARTED",
     "OUTCOME_UNKNOWN",
     "SURFACE_EVENT_TYPES",
+    "ApprovalDecision",
+    "ApprovalRequestedEvent",
+    "ApprovalResolvedEvent",
     "AssistantChunkEvent",
     "AssistantMessageEvent",
     "CheckedLog",
@@ -57,6 +67,7 @@ __all__ = [
     "InboxQueuedEvent",
     "LogEvent",
     "LogEventSpec",
+    "ParkedTurn",
     "PromptBlockedEvent",
     "RequestHeaderDeltaEvent",
     "RequestHeaderEvent",
@@ -81,6 +92,7 @@ __all__ = [
     "log_event",
     "logged_event",
     "open_turn_in",
+    "parked_turn",
     "read_payload",
     "repair_events",
     "spec_for",

@@ -60,8 +60,12 @@ from dsh_core.vocabulary._slots import new_instance, slot_setters
 from dsh_core.vocabulary._tool_types import ToolErrorCode
 
 __all__ = [
+    "APPROVAL_DECISIONS",
     "CONSUMING_EVENT_TYPES",
     "SURFACE_EVENT_TYPES",
+    "ApprovalDecision",
+    "ApprovalRequestedEvent",
+    "ApprovalResolvedEvent",
     "AssistantChunkEvent",
     "AssistantMessageEvent",
     "ContextMessageEvent",
@@ -543,6 +547,65 @@ class ToolResultEvent(_CoreEvent):
         _set_result_code(event, error_code)
         _set_result_surface(event, _APPEND)
         return event
+
+
+# ---------------------------------------------------------------------- approvals
+
+ApprovalDecision: TypeAlias = Literal["once", "always", "deny", "cancelled"]
+APPROVAL_DECISIONS: Final[tuple[ApprovalDecision, ...]] = typing.get_args(ApprovalDecision)
+
+
+def _frozen_object(value: object) -> FrozenDict:
+    """Converter: a JSON object (tool arguments), deep-frozen."""
+    if isinstance(value, FrozenDict):
+        return value
+    return freeze_json_object(value, where="approval", root="arguments")
+
+
+def _optional_frozen_object(value: object) -> FrozenDict | None:
+    return None if value is None else _frozen_object(value)
+
+
+def _non_empty(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value.__class__ is not str or not value:
+        msg = f"{_where(instance, attribute)} must be a non-empty str, got {value!r}"
+        raise (ValueError if value.__class__ is str else TypeError)(msg)
+
+
+@log_event("approval/requested", in_turn=True)
+@attrs.frozen(kw_only=True)
+class ApprovalRequestedEvent(_CoreEvent):
+    """A tool call waits for a yes: a ``tools/pre-execute`` listener answered ``Ask(reason)``.
+
+    Made durable (SPEC §9.1) before anyone is asked; ``arguments`` are the model's, decoded. The
+    call runs only after its ``approval/resolved``; a log that ends with a request unresolved and
+    the step's calls not run is a *parked* turn, which a resume re-opens (never repaired).
+    """
+
+    call_id: str = attrs.field(validator=_non_empty)
+    tool: str = attrs.field(validator=_str)
+    arguments: FrozenDict = attrs.field(converter=_frozen_object)
+    reason: str = attrs.field(validator=_str)
+
+
+@log_event("approval/resolved", in_turn=True)
+@attrs.frozen(kw_only=True)
+class ApprovalResolvedEvent(_CoreEvent):
+    """The first answer to the ``approval/requested`` of ``call_id``; any later one is refused.
+
+    ``decision``: ``once`` / ``always`` (this tool, for the rest of the session: derived from the
+    log, so it survives resume) run the call; ``deny`` refuses it, telling the model ``reason``;
+    ``cancelled`` (by ``cancel``: the turn was cancelled; by ``repair``: crash repair closed the
+    turn) never runs it. ``arguments`` (or ``null``) replace the model's before the call runs,
+    checked like them. ``by`` names who answered: ``cli``, ``serve``, ``api``, ``policy``,
+    ``cancel``, ``repair`` or a caller's own string.
+    """
+
+    call_id: str = attrs.field(validator=_non_empty)
+    decision: ApprovalDecision = attrs.field(validator=_one_of(APPROVAL_DECISIONS))
+    reason: str | None = attrs.field(default=None, validator=_optional_str)
+    arguments: FrozenDict | None = attrs.field(default=None, converter=_optional_frozen_object)
+    by: str = attrs.field(default="api", validator=_non_empty)
 
 
 # ---------------------------------------------------------------------- trusted constructors

@@ -8,7 +8,13 @@ it — events a backend appends (it never rewrites what is stored):
   ``tool/call`` + error ``tool/result`` pair coded ``TOOL_NOT_STARTED``;
 * each ``tool/call`` without a ``tool/result`` gets an error result coded ``TOOL_OUTCOME_UNKNOWN``
   telling the model to retry only an idempotent call;
+* a call waiting for approval (``approval/requested`` without ``approval/resolved``) gets
+  ``approval/resolved`` ``cancelled`` by ``repair``, and its result is coded ``TOOL_NOT_STARTED``
+  (an approval comes before the body: it never ran);
 * then ``turn/end`` with reason ``{"kind": "interrupted"}``.
+
+One open turn is not repaired: a **parked** one (SPEC §10.1, ``parked_turn``), whose step waits
+for approval with none of its calls in doubt. A resume re-opens it where it stopped.
 
 Results come in the model's order, as the loop writes them, so the next request is valid. The
 pending inbox needs no repair event: a resumed agent restores it from ``inbox/queued``,
@@ -24,6 +30,8 @@ from typing import Any, Final
 import attrs
 
 from dsh_core.session_log._catalogue import (
+    ApprovalRequestedEvent,
+    ApprovalResolvedEvent,
     AssistantMessageEvent,
     ToolCallEvent,
     ToolResultEvent,
@@ -34,7 +42,7 @@ from dsh_core.session_log._event import SessionEvent
 from dsh_core.vocabulary._content import AssistantMessage, Text, ToolCall, ToolResultMessage
 from dsh_core.vocabulary._errors import DshError
 
-__all__ = ["NOT_STARTED", "OUTCOME_UNKNOWN", "StoredLogError", "repair_events"]
+__all__ = ["NOT_STARTED", "OUTCOME_UNKNOWN", "ParkedTurn", "StoredLogError", "parked_turn", "repair_events"]
 
 NOT_STARTED: Final = "TOOL_NOT_STARTED"
 OUTCOME_UNKNOWN: Final = "TOOL_OUTCOME_UNKNOWN"
@@ -77,6 +85,8 @@ class _OpenTurn:
     #: call_id -> the tool/call event, in log order
     calls: dict[str, SessionEvent] = attrs.Factory(dict)
     results: set[str] = attrs.Factory(set)
+    #: calls whose approval/requested has no approval/resolved yet
+    waiting: set[str] = attrs.Factory(set)
 
 
 def _open_turn(events: Sequence[SessionEvent]) -> _OpenTurn | None:
@@ -109,6 +119,55 @@ def _note(found: _OpenTurn, event: SessionEvent) -> None:
         found.calls[payload.call_id] = event
     elif event.type == ToolResultEvent.type:
         found.results.add(payload.message.call_id)
+    elif event.type == ApprovalRequestedEvent.type:
+        found.waiting.add(payload.call_id)
+    elif event.type == ApprovalResolvedEvent.type:
+        found.waiting.discard(payload.call_id)
+
+
+@attrs.frozen
+class ParkedTurn:
+    """An open turn that waits for approval at its last step, none of its calls in doubt (SPEC §10.1).
+
+    ``message`` is the step's assistant message; ``logged`` the calls with a ``tool/call`` in the
+    log, ``finished`` those with a ``tool/result``; ``waiting`` the calls whose request is pending.
+    """
+
+    turn: int
+    step: int
+    message: AssistantMessage
+    logged: frozenset[str]
+    finished: frozenset[str]
+    waiting: frozenset[str]
+
+
+def _parked(opened: _OpenTurn) -> ParkedTurn | None:
+    message = opened.message
+    if message is None or not opened.waiting or not opened.message_step:
+        return None
+    step_calls = {call.id for call in message.content if isinstance(call, ToolCall)}
+    if not opened.waiting <= step_calls:
+        return None  # a request of an earlier step: the loop never leaves one open
+    for call_id in opened.calls:
+        if call_id not in opened.results and call_id not in opened.waiting:
+            return None  # a call that may have run: in doubt, so repaired
+    return ParkedTurn(
+        turn=opened.turn,
+        step=opened.message_step,
+        message=message,
+        logged=frozenset(opened.calls),
+        finished=frozenset(opened.results & step_calls),
+        waiting=frozenset(opened.waiting),
+    )
+
+
+def parked_turn(events: Sequence[SessionEvent]) -> ParkedTurn | None:
+    """The parked turn ``events`` end in (a resume re-opens it), or ``None``.
+
+    :raises StoredLogError: the open turn holds a malformed event (naming its seq).
+    """
+    opened = _open_turn(events)
+    return None if opened is None else _parked(opened)
 
 
 def repair_events(events: Sequence[SessionEvent]) -> list[SessionEvent]:
@@ -121,7 +180,7 @@ def repair_events(events: Sequence[SessionEvent]) -> list[SessionEvent]:
     :raises StoredLogError: the open turn holds a malformed event (naming its seq).
     """
     opened = _open_turn(events)
-    if opened is None:
+    if opened is None or _parked(opened) is not None:
         return []
     turn = opened.turn
     at = events[-1].time
@@ -139,6 +198,9 @@ def repair_events(events: Sequence[SessionEvent]) -> list[SessionEvent]:
     if message is not None:
         model_calls = [block for block in message.content if isinstance(block, ToolCall)]
     in_message = {call.id for call in model_calls}
+    for call_id in sorted(opened.waiting, key=lambda ident: opened.calls[ident].seq if ident in opened.calls else -1):
+        cancelled = ApprovalResolvedEvent(call_id=call_id, decision="cancelled", by="repair")
+        add(ApprovalResolvedEvent.type, dict(cancelled.to_data()))
     # Calls logged outside the last message (an earlier step): the loop never leaves these, but
     # an open call is closed wherever it is.
     for call_id, call_event in opened.calls.items():
@@ -153,7 +215,10 @@ def repair_events(events: Sequence[SessionEvent]) -> list[SessionEvent]:
         if logged is not None:
             logged_data: Any = logged.data
             step = int(logged_data.get("step", opened.message_step))
-            result(step, call.id, _outcome_unknown(call.name, call.id), OUTCOME_UNKNOWN)
+            if call.id in opened.waiting:  # it waited for approval: its body never ran
+                result(step, call.id, _not_started(call.name, call.id), NOT_STARTED)
+            else:
+                result(step, call.id, _outcome_unknown(call.name, call.id), OUTCOME_UNKNOWN)
             continue
         step = opened.message_step
         add(

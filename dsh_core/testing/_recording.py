@@ -32,6 +32,7 @@ import attrs
 
 from dsh_core.services.sessions import SessionMeta
 from dsh_core.session_log._catalogue import (
+    ApprovalResolvedEvent,
     AssistantChunkEvent,
     AssistantMessageEvent,
     ContextMessageEvent,
@@ -154,6 +155,8 @@ class Plan:
     model: str | None
     max_tokens: int | None
     temperature: float | None
+    #: each call's recorded ``approval/resolved`` data (what the replay answers with, and who)
+    approvals: Mapping[str, Any] = attrs.field(factory=dict)
 
 
 # ---------------------------------------------------------------------- loading
@@ -221,6 +224,7 @@ def plan_replay(recording: Recording) -> Plan:
     inputs: list[Input] = []
     calls: list[ModelCall] = []
     results: dict[str, RecordedResult] = {}
+    approvals: dict[str, Any] = {}
     open_attempt: list[Chunk] | None = None
     attempt_at = 0
     chunked_steps: set[tuple[int, int]] = set()
@@ -279,6 +283,8 @@ def plan_replay(recording: Recording) -> Plan:
             results[message.call_id] = RecordedResult(seq, message, data.get("error_code"))
         elif kind == RequestHeaderEvent.type and first_header is None:
             first_header = data
+        elif kind == ApprovalResolvedEvent.type:
+            approvals.setdefault(data["call_id"], data)
     model, max_tokens, temperature = _first_call_config(first_header)
     return Plan(
         recording=recording,
@@ -290,6 +296,7 @@ def plan_replay(recording: Recording) -> Plan:
         model=model,
         max_tokens=max_tokens,
         temperature=temperature,
+        approvals=approvals,
     )
 
 
@@ -323,7 +330,10 @@ def _json(event: SessionEvent) -> Any:
 
 
 def _is_repair(event: SessionEvent, events: Sequence[SessionEvent]) -> bool:
-    """A ``tool/result`` crash repair wrote, or the ``tool/call`` of a ``TOOL_NOT_STARTED`` pair."""
+    """A ``tool/result`` crash repair wrote, the ``tool/call`` of a ``TOOL_NOT_STARTED`` pair, or an
+    approval it cancelled."""
+    if event.type == ApprovalResolvedEvent.type:
+        return bool(_json(event).get("by") == "repair")
     if event.type == ToolResultEvent.type:
         return _json(event).get("error_code") in REPAIR_CODES
     if event.type == ToolCallEvent.type and event.seq + 1 < len(events):
@@ -344,6 +354,8 @@ def _add_implied_cancel(events: Sequence[SessionEvent], inputs: list[Input], tur
 
 
 def _made_by_cancel(event: SessionEvent, events: Sequence[SessionEvent], end: int) -> bool:
+    if event.type == ApprovalResolvedEvent.type:
+        return bool(_json(event).get("by") == "cancel")
     if event.type == AssistantChunkEvent.type:
         chunk = _json(event)["chunk"]
         return bool(chunk.get("type") == "finish" and chunk.get("reason") == "aborted")

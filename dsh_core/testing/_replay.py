@@ -25,6 +25,7 @@ import attrs
 
 from dsh_core.host._harness import Harness
 from dsh_core.host._markers import hookimpl
+from dsh_core.services.approvals import ApprovalAnswer
 from dsh_core.services.sessions import SessionMeta
 from dsh_core.session_log._catalogue import RequestHeaderEvent
 from dsh_core.session_log._event import SessionEvent
@@ -179,17 +180,6 @@ class _ReplayStore:
         return None
 
 
-class _RecordedApproval:
-    """``approval`` for the replay: a call is approved unless its recorded result was a denial."""
-
-    def __init__(self, plan: Plan) -> None:
-        self._plan = plan
-
-    async def approve(self, execution: ToolExecution, reason: str) -> bool:
-        recorded = self._plan.results.get(execution.call_id)
-        return recorded is None or recorded.error_code != "DENIED"
-
-
 class _Replayer:
     """The plugin a replay adds: the recorded model, tool bodies, approvals and inputs."""
 
@@ -219,8 +209,6 @@ class _Replayer:
             ctx.provide("session_persistence", self.store)
         else:
             self.problems.append("a session_persistence service is loaded: restarts resume from it")
-        if ctx.get_service("approval") is None:
-            ctx.provide("approval", _RecordedApproval(self.plan))
         for provider in self._providers():
             ctx.llm.register_adapter(provider, self)
 
@@ -287,6 +275,23 @@ class _Replayer:
     @hookimpl
     async def dsh_tools_pre_execute(self) -> None:
         await self._opportunity()
+
+    @hookimpl(tryfirst=True)
+    async def dsh_approval_answer(self, execution: ToolExecution) -> ApprovalAnswer | None:
+        """The recorded answer, by whom it was given; a cancel or a crash is re-issued instead."""
+        await self._opportunity()  # a recorded cancel or crash at this point happens here
+        recorded = self.plan.approvals.get(execution.call_id)
+        if recorded is None:  # the recording ends while the call waits: so does this instance
+            await self._stop_instance()
+        if recorded["by"] in ("cancel", "repair"):
+            return None  # the re-issued cancel (or crash) resolves it, as it did
+        arguments = recorded.get("arguments")
+        return ApprovalAnswer(
+            recorded["decision"],
+            reason=recorded.get("reason"),
+            arguments=None if arguments is None else dict(arguments),
+            by=recorded["by"],
+        )
 
     @hookimpl
     async def dsh_agent_pre_step(self) -> None:

@@ -12,7 +12,9 @@ from dsh_core.vocabulary._content import AssistantMessage, Image, Text
 
 if TYPE_CHECKING:
     from dsh_core.host._context import Context
+    from dsh_core.services.approvals import PendingApproval
     from dsh_core.services.sessions import Session
+    from dsh_core.session_log._event import SessionEvent
 
 __all__ = ["Agent", "AgentHandle", "AgentOptions", "AgentStatus", "Setup", "TurnOutcome"]
 
@@ -114,6 +116,16 @@ class Agent(Protocol):
     def cancel(self) -> None: ...
     async def when_idle(self) -> None: ...
     async def run(self, content: Content, source: Mapping[str, Any] | None = None) -> TurnOutcome: ...
+    def pending_approvals(self) -> tuple[PendingApproval, ...]: ...
+    async def resolve_approval(
+        self,
+        call_id: str,
+        decision: str,
+        *,
+        reason: str | None = None,
+        arguments: Mapping[str, Any] | str | None = None,
+        by: str = "api",
+    ) -> SessionEvent: ...
 
 
 class AgentHandle(Protocol):

@@ -1,10 +1,12 @@
 """The ``approval`` service of the ``dsh`` command: ask a human once, always (for this session) or deny.
 
-``SessionApproval`` is the service the tool runtime calls for an ``Ask`` decision. It remembers the
-"always" answers per session and tool name, and asks a ``Prompter`` for the rest: the chat screen
-(``_chat``), a plain terminal question on stderr (``TerminalPrompter``, for ``dsh run`` at a
-terminal), or nobody (``RefusingPrompter``, when stdin is not a terminal: the call is denied and
-the user is told how to allow it).
+``SessionApproval`` is the service the tool runtime calls for a call waiting for approval (SPEC
+§10.1): one answerer among several (a server, a policy, the API) racing for the first
+``approval/resolved``. It asks a ``Prompter``: the chat screen (``_chat``), a plain terminal
+question on stderr (``TerminalPrompter``, for ``dsh run`` at a terminal), or nobody
+(``RefusingPrompter``, when stdin is not a terminal: the call is denied and the user is told how to
+allow it). When another answerer wins, the question is cancelled and closes saying who answered
+(``Prompter.closed``). "Always" is remembered by the log (the tool runtime reads it), not here.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from ._render import describe_call
 from ._sanitize import clean_line
 
 if TYPE_CHECKING:
-    from dsh_core import Deny, ToolExecution
+    from dsh_core import ApprovalAnswer, Deny, ToolExecution
+    from dsh_core.session_log import ApprovalResolvedEvent
 
 __all__ = [
     "CHOICES",
@@ -33,6 +36,7 @@ __all__ = [
     "RefusingPrompter",
     "SessionApproval",
     "TerminalPrompter",
+    "closing_words",
     "parse_answer",
     "parse_choice",
 ]
@@ -76,11 +80,15 @@ class Answer:
 class Approver(Protocol):
     """What the tool runtime calls as ``ctx.approval`` (``dsh_core``'s ``ApprovalService``)."""
 
-    async def approve(self, execution: ToolExecution, reason: str) -> bool | Deny: ...
+    async def approve(self, execution: ToolExecution, reason: str) -> bool | Deny | ApprovalAnswer: ...
 
 
 class Prompter(Protocol):
-    """Asks a human about one call; cancellation (the turn was cancelled) propagates."""
+    """Asks a human about one call; cancellation (the turn was cancelled, or another answerer won) propagates.
+
+    A prompter may also have ``closed(execution, resolved)``: called when its question was
+    cancelled because someone else answered (``resolved`` is that ``approval/resolved``), to say so.
+    """
 
     async def ask(self, execution: ToolExecution, reason: str) -> Answer: ...
 
@@ -107,39 +115,48 @@ def parse_answer(line: str) -> Answer | None:
 
 
 class SessionApproval:
-    """``ctx.approval``: remembers "always" per (session, tool) and asks ``prompter`` for the rest."""
+    """``ctx.approval``: asks ``prompter``, and closes its question when another answerer wins."""
+
+    #: the ``by`` of the ``approval/resolved`` records its answers become
+    approval_by = "cli"
 
     def __init__(self, prompter: Prompter) -> None:
         self.prompter = prompter
-        self._always: set[tuple[str, str]] = set()
 
-    def allowed_always(self, execution: ToolExecution) -> bool:
-        """Whether the user already said "always" for this tool in this session."""
-        return self._key(execution) in self._always
+    async def approve(self, execution: ToolExecution, reason: str) -> Deny | ApprovalAnswer:
+        """Ask; the answer as the tool runtime logs it (a ``Deny`` when nobody could be asked)."""
+        from dsh_core import ApprovalAnswer, Deny
 
-    async def approve(self, execution: ToolExecution, reason: str) -> bool | Deny:
-        """Ask (unless "always" was answered before); ``True`` allows, a ``Deny`` says why not."""
-        if self.allowed_always(execution):
-            return True
-        answer = await self.prompter.ask(execution, reason)
-        if answer.choice == "always":
-            self._always.add(self._key(execution))
-        if answer.choice != "deny":
-            return True
-        from dsh_core import Deny
-
+        try:
+            answer = await self.prompter.ask(execution, reason)
+        except BaseException:
+            resolved = _resolution_of(execution)
+            closed = getattr(self.prompter, "closed", None)
+            if resolved is not None and resolved.by != self.approval_by and closed is not None:
+                closed(execution, resolved)
+            raise
         if not answer.asked:
             return Deny(
                 f"not run: it needs approval ({reason}) and nobody could be asked (dsh runs without a "
                 "terminal); do not retry it, say what you would run instead"
             )
-        if answer.reason:
-            return Deny(f"the user denied the call ({reason}) and said: {answer.reason}")
-        return Deny(f"the user rejected the call ({reason})")
+        return ApprovalAnswer(answer.choice, reason=answer.reason or None)
 
-    @staticmethod
-    def _key(execution: ToolExecution) -> tuple[str, str]:
-        return (execution.session_id or execution.agent_id or "", execution.name)
+
+def _resolution_of(execution: ToolExecution) -> ApprovalResolvedEvent | None:
+    """The ``approval/resolved`` of ``execution``'s call, if someone logged one."""
+    from dsh_core.services.approvals import ApprovalBook
+
+    ctx = execution.ctx
+    session = ctx.sessions.get(execution.session_id) if ctx is not None and execution.session_id else None
+    return None if session is None else ApprovalBook.of(session).log.answer_of(execution.call_id)
+
+
+def closing_words(resolved: ApprovalResolvedEvent) -> str:
+    """``answered by serve: allowed once`` — what a closed question says."""
+    words = {"once": "allowed once", "always": "allowed for this session", "deny": "denied", "cancelled": "cancelled"}
+    said = f" ({resolved.reason})" if resolved.reason else ""
+    return f"answered by {resolved.by}: {words.get(resolved.decision, resolved.decision)}{said}"
 
 
 class RefusingPrompter:
@@ -188,6 +205,12 @@ class TerminalPrompter:
             if answer is not None:
                 return answer
             question = "  please answer yes, always or no (then Enter): "
+
+    def closed(self, execution: ToolExecution, resolved: ApprovalResolvedEvent) -> None:
+        """Another answerer won: end the question's line, saying who answered."""
+        stream = self._stream or sys.stderr
+        stream.write(f"\n  {closing_words(resolved)}\n")
+        stream.flush()
 
     async def _read_line(self) -> str | None:
         """One line from stdin; ``None`` at end of input."""

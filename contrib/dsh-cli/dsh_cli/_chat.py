@@ -172,7 +172,8 @@ class ChatController:
     async def close(self) -> None:
         if self.handle is not None:
             handle, self.handle = self.handle, None
-            handle.agent.cancel()
+            if not handle.agent.pending_approvals():  # a call waiting for a yes stays parked for --resume
+                handle.agent.cancel()
             await handle.dispose()
             self.screen.turn_finished()
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TypeAlias
+from typing import Any, Final, TypeAlias
 
 import attrs
 from rich.console import Console
@@ -19,6 +19,8 @@ from rich.text import Text
 
 from dsh_core import SessionEvent
 from dsh_core.session_log import (
+    ApprovalRequestedEvent,
+    ApprovalResolvedEvent,
     AssistantChunkEvent,
     AssistantMessageEvent,
     ContextMessageEvent,
@@ -140,6 +142,26 @@ class PromptBlocked:
 
 
 @attrs.frozen
+class ApprovalAsked:
+    """A call waits for approval (``approval/requested``)."""
+
+    call_id: str
+    tool: str
+    reason: str
+
+
+@attrs.frozen
+class ApprovalAnswered:
+    """``approval/resolved``: the decision, who answered, a denial's words, whether the arguments were edited."""
+
+    call_id: str
+    decision: str
+    by: str
+    reason: str | None
+    edited: bool
+
+
+@attrs.frozen
 class RetryNote:
     """``llm/retry``: the request failed with ``code`` and is tried again (``attempt``, from 2) after ``delay`` s."""
 
@@ -167,6 +189,8 @@ Note: TypeAlias = (
     | ToolStarted
     | ToolFinished
     | PromptBlocked
+    | ApprovalAsked
+    | ApprovalAnswered
     | RetryNote
     | TurnEnded
 )
@@ -223,6 +247,19 @@ class EventFeed:
             return [RetryNote(int(data.get("attempt", 1)) + 1, float(data.get("delay", 0.0)), code)]
         if kind == PromptBlockedEvent.type:
             return [PromptBlocked(clean(str(data.get("reason", "blocked"))))]
+        if kind == ApprovalRequestedEvent.type and not self.live:  # live, the prompt itself shows it
+            return [ApprovalAsked(str(data["call_id"]), clean(str(data["tool"])), clean(str(data["reason"])))]
+        if kind == ApprovalResolvedEvent.type and not self.live:
+            said = data.get("reason")
+            return [
+                ApprovalAnswered(
+                    str(data["call_id"]),
+                    clean(str(data["decision"])),
+                    clean(str(data["by"])),
+                    None if said is None else clean(str(said)),
+                    data.get("arguments") is not None,
+                )
+            ]
         if kind == TurnEndEvent.type:
             return [TurnEnded(int(data["turn"]), _clean_json(data["reason"]), event.time)]
         return []
@@ -268,6 +305,25 @@ def _clean_json(value: Any) -> Any:
 
 
 # ---------------------------------------------------------------------- one-line summaries
+
+
+_DECISION_WORDS: Final = {
+    "once": "allowed once",
+    "always": "allowed for this session",
+    "deny": "denied",
+    "cancelled": "cancelled",
+}
+
+
+def approval_line(note: ApprovalAnswered) -> Text:
+    """``  ? allowed once by serve (arguments edited)``, ``  ? denied by cli: run the tests first``."""
+    style = "red" if note.decision in ("deny", "cancelled") else "green"
+    line = Text.assemble(("  ? ", "dim"), (f"{_DECISION_WORDS.get(note.decision, note.decision)} by {note.by}", style))
+    if note.edited:
+        line.append(" (arguments edited)", style="dim")
+    if note.reason:
+        line.append(f": {note.reason}", style="dim")
+    return line
 
 
 def plural(count: int, noun: str) -> str:
@@ -470,6 +526,10 @@ class TranscriptPrinter:
             console.print(retry_line(note, self.max_attempts))
         elif isinstance(note, PromptBlocked):
             console.print(Text(f"✗ prompt blocked: {note.reason}", style="red"))
+        elif isinstance(note, ApprovalAsked):
+            console.print(Text(f"  ? approval asked: {note.reason}", style="yellow"))
+        elif isinstance(note, ApprovalAnswered):
+            console.print(approval_line(note))
         elif isinstance(note, TurnEnded):
             started = self._turn_started
             seconds = None if started is None else max(0.0, note.time - started)

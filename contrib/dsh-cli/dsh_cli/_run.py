@@ -51,6 +51,7 @@ from ._usage import Usage, price_of
 
 if TYPE_CHECKING:
     from dsh_core import Context, ToolExecution
+    from dsh_core.session_log import ApprovalResolvedEvent
 
 __all__ = ["RunOutput", "run_command"]
 
@@ -267,6 +268,11 @@ class _QuietWhileAsking:
             return await self._prompter.ask(execution, reason)
         finally:
             self._output.asking = False
+
+    def closed(self, execution: ToolExecution, resolved: ApprovalResolvedEvent) -> None:
+        closed = getattr(self._prompter, "closed", None)
+        if closed is not None:
+            closed(execution, resolved)
 
 
 async def _spin(output: RunOutput) -> None:

@@ -38,13 +38,14 @@ from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from rich.console import Console, RenderableType
 from rich.text import Text
 
-from ._approval import CHOICES, Answer, parse_answer
+from ._approval import CHOICES, Answer, closing_words, parse_answer
 from ._markdown import render_block
 from ._render import PROMPT_MARK, describe_call, format_tokens
 from ._sanitize import clean_line
 
 if TYPE_CHECKING:
     from dsh_core import ToolExecution
+    from dsh_core.session_log import ApprovalResolvedEvent
 
 __all__ = ["ChatScreen", "history_path"]
 
@@ -304,6 +305,13 @@ class ChatScreen:
             line.append(f"  (told the model: {answer.reason})", style="dim")
         self.console.print(line)
         return answer
+
+    def closed(self, execution: ToolExecution, resolved: ApprovalResolvedEvent) -> None:
+        """Another answerer won while the question was open (it is gone): say who answered."""
+        call = describe_call(execution.name, execution.arguments)
+        style = "red" if resolved.decision in ("deny", "cancelled") else "green"
+        line = Text.assemble(("  ? ", "dim"), (f"{closing_words(resolved)}: ", style), (call, "dim"))
+        self.console.print(line)
 
     def set_input(self, text: str) -> None:
         """Put ``text`` in the input line (in front of what is there), the cursor at its end.

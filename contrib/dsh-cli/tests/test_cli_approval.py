@@ -3,14 +3,26 @@
 from __future__ import annotations
 
 import io
+from typing import Any
 
+import anyio
 import pytest
 from dsh_cli import CliPlugin
-from dsh_cli._approval import Answer, Choice, RefusingPrompter, SessionApproval, parse_answer, parse_choice
+from dsh_cli._approval import (
+    Answer,
+    Choice,
+    RefusingPrompter,
+    SessionApproval,
+    TerminalPrompter,
+    closing_words,
+    parse_answer,
+    parse_choice,
+)
 from dsh_cli._run import RunOutput
 from rich.console import Console
 
-from dsh_core import AgentOptions, Deny, Harness, ToolExecution, tool
+from dsh_core import AgentOptions, ApprovalAnswer, Ask, Deny, Harness, ToolExecution, hookimpl, tool
+from dsh_core.session_log import ApprovalResolvedEvent
 from dsh_core.testing import ScriptedModel
 
 pytestmark = pytest.mark.anyio
@@ -32,25 +44,22 @@ def _execution(name: str, session: str = "s1") -> ToolExecution:
     return ToolExecution(call_id="c", name=name, arguments="{}", session_id=session)
 
 
-async def test_always_is_remembered_per_session_and_tool() -> None:
-    """`always` is not asked again for that tool in that session; other tools and sessions still ask."""
+async def test_answers_become_records_by_cli() -> None:
+    """Each answer is what the tool runtime logs as ``approval/resolved`` by ``cli`` ("always" is kept by the log)."""
     prompter = Scripted("always", "once", "deny")
     approval = SessionApproval(prompter)
-    assert await approval.approve(_execution("bash"), "why") is True
-    assert await approval.approve(_execution("bash"), "why") is True
-    assert await approval.approve(_execution("write_file"), "why") is True
-    denied = await approval.approve(_execution("bash", session="s2"), "why")
-    assert isinstance(denied, Deny)
-    assert denied.reason == "the user rejected the call (why)"
-    assert prompter.asked == ["bash", "write_file", "bash"]
+    assert approval.approval_by == "cli"
+    assert await approval.approve(_execution("bash"), "why") == ApprovalAnswer("always")
+    assert await approval.approve(_execution("bash"), "why") == ApprovalAnswer("once")
+    assert await approval.approve(_execution("write_file"), "why") == ApprovalAnswer("deny")
+    assert prompter.asked == ["bash", "bash", "write_file"]
 
 
 async def test_a_denial_carries_the_users_reason_or_says_nobody_was_asked() -> None:
     """`no, REASON` reaches the model as the user's words; with no terminal the model is told nobody was asked."""
     approval = SessionApproval(Scripted(Answer("deny", reason="run the tests first")))
     denied = await approval.approve(_execution("bash"), "bash needs approval")
-    assert isinstance(denied, Deny)
-    assert denied.reason == "the user denied the call (bash needs approval) and said: run the tests first"
+    assert denied == ApprovalAnswer("deny", reason="run the tests first")
     stream = io.StringIO()
     unasked = await SessionApproval(RefusingPrompter(stream)).approve(_execution("bash"), "rule says ask")
     assert isinstance(unasked, Deny)
@@ -58,6 +67,56 @@ async def test_a_denial_carries_the_users_reason_or_says_nobody_was_asked() -> N
     assert "rejected" not in unasked.reason
     assert "--mode" not in stream.getvalue(), "no mode allows what an ask rule covers"
     assert 'action = "allow"' in stream.getvalue()
+
+
+class Waiting:
+    """A prompter whose question stays open until cancelled; records how it was closed."""
+
+    def __init__(self) -> None:
+        self.asked = anyio.Event()
+        self.closed_with: list[str] = []
+
+    async def ask(self, execution: ToolExecution, reason: str) -> Answer:
+        self.asked.set()
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    def closed(self, execution: ToolExecution, resolved: Any) -> None:
+        self.closed_with.append(closing_words(resolved))
+
+
+class AskEveryCall:
+    name = "ask-every-call"
+
+    @hookimpl
+    def dsh_tools_pre_execute(self, execution: ToolExecution) -> Ask:
+        return Ask("needs a yes")
+
+
+async def test_the_question_closes_saying_who_answered_when_another_answerer_wins() -> None:
+    """The prompt races the API: a server's answer lands first, the question closes and says so."""
+
+    @tool
+    def touch(name: str) -> str:
+        """Touch a file."""
+        return "touched"
+
+    prompter = Waiting()
+    model = ScriptedModel([ScriptedModel.tool_call("touch", {"name": "a"}), ScriptedModel.text("done")])
+    async with Harness(plugins=[CliPlugin(SessionApproval(prompter)), AskEveryCall()], autoload=False) as ctx:
+        ctx.llm.register_adapter("scripted", model)
+        ctx.tools.register(touch)
+        async with await ctx.agents.create("s1", agent_options=AgentOptions(model="scripted/test")) as handle:
+            agent = handle.agent
+            agent.send("touch a")
+            await prompter.asked.wait()
+            await agent.resolve_approval("call_1", "deny", reason="not that one", by="serve")
+            await agent.when_idle()
+    assert prompter.closed_with == ["answered by serve: denied (not that one)"]
+    stream = io.StringIO()
+    resolved = ApprovalResolvedEvent(call_id="c", decision="once", by="serve")
+    TerminalPrompter(stream=stream).closed(_execution("bash"), resolved)
+    assert stream.getvalue() == "\n  answered by serve: allowed once\n"
 
 
 def test_parse_answer() -> None:
@@ -141,3 +200,41 @@ def test_the_spinner_stays_off_an_open_question() -> None:
     output.asking = False
     output.tick()
     assert err.getvalue() != drawn
+
+
+async def test_sessions_show_prints_each_approval_and_who_answered() -> None:
+    """The transcript ``dsh sessions show`` prints has the question, the decision, who answered and an edit."""
+    from dsh_cli._sessions import print_history
+
+    @tool
+    def touch(name: str) -> str:
+        """Touch a file."""
+        return "touched"
+
+    model = ScriptedModel(
+        [
+            ScriptedModel.tool_call("touch", {"name": "a"}),
+            ScriptedModel.tool_call("touch", {"name": "b"}),
+            ScriptedModel.text("done"),
+        ]
+    )
+    prompter = Waiting()
+    async with Harness(plugins=[CliPlugin(SessionApproval(prompter)), AskEveryCall()], autoload=False) as ctx:
+        ctx.llm.register_adapter("scripted", model)
+        ctx.tools.register(touch)
+        async with await ctx.agents.create("s1", agent_options=AgentOptions(model="scripted/test")) as handle:
+            agent = handle.agent
+            agent.send("touch two")
+            await prompter.asked.wait()
+            prompter.asked = anyio.Event()
+            await agent.resolve_approval("call_1", "once", arguments={"name": "c"}, by="serve")
+            await prompter.asked.wait()
+            await agent.resolve_approval("call_2", "deny", reason="enough files", by="api")
+            await agent.when_idle()
+            events = list(agent.session.events)
+    console = Console(record=True, width=120, force_terminal=False)
+    print_history(console, events)
+    shown = console.export_text()
+    assert shown.count("approval asked: needs a yes") == 2
+    assert "allowed once by serve (arguments edited)" in shown
+    assert "denied by api: enough files" in shown

@@ -166,6 +166,36 @@ def test_resume_a_session(project: Path, dsh_env: dict[str, str], llm: FakeLlm) 
         second.close(force=True)
 
 
+def test_chat_resume_asks_again_for_a_call_parked_on_approval(
+    project: Path, dsh_env: dict[str, str], llm: FakeLlm
+) -> None:
+    """Leaving while a question is open parks the turn; `dsh chat --resume` asks again, the model is not re-asked."""
+    first = spawn_dsh("chat", cwd=project, env=dsh_env)
+    try:
+        first.expect(r"new session (?:\x1b\[[0-9;]*m)*([0-9]{8}-[0-9]{6}-[0-9a-f]{6})")
+        session = first.match.group(1)
+        llm.tool_call("bash", {"command": "echo after-resume"})
+        first.sendline("run it")
+        first.expect("allow bash")
+        first.sendcontrol("d")
+        first.expect(pexpect.EOF)
+    finally:
+        first.close(force=True)
+    second = spawn_dsh("chat", "--resume", session, cwd=project, env=dsh_env)
+    try:
+        second.expect("allow bash")
+        llm.text("ran after the resume")
+        second.sendline("yes")
+        second.expect("allowed once")
+        second.expect("after-resume")
+        second.expect("ran after the resume")
+        assert len(llm.requests) == 2, "the model's step was not repeated"
+        assert "after-resume" in llm.messages(1)[-1]["content"]
+        _leave(second)
+    finally:
+        second.close(force=True)
+
+
 def test_commands(chat: Any) -> None:
     """/help lists the commands; /model refuses an unknown model; /mode switches the permission mode."""
     chat.sendline("/help")
