@@ -1,4 +1,4 @@
-"""The native API (SPEC §10.2): sessions, prompts, cancel, and the live log over SSE.
+"""The native API (SPEC §10.2): sessions, prompts, cancel, approvals, and the live log over SSE.
 
 Every route reads its input at the boundary: a body that is not a JSON object is a 400, a field of
 the wrong type or value a 422 naming the field; nothing is queued or logged for a refused request.
@@ -17,6 +17,8 @@ from sse_starlette.sse import SendTimeoutError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
+
+from dsh_core import ApprovalNotPendingError
 
 from ._config import ServeConfig
 from ._desk import SessionDesk, content_of
@@ -128,6 +130,41 @@ def api_routes(desk: SessionDesk, tails: LogTails, config: ServeConfig) -> list[
         agent.cancel()
         return JSONResponse({}, status_code=202)
 
+    async def approvals(request: Request) -> Response:
+        agent = await desk.agent(request.path_params["id"])
+        pending = [
+            {"call_id": p.call_id, "tool": p.tool, "arguments": p.arguments, "reason": p.reason, "seq": p.seq}
+            for p in agent.pending_approvals()
+        ]
+        return JSONResponse({"approvals": pending})
+
+    async def resolve(request: Request) -> Response:
+        body = await read_object(request)
+        _unknown_keys(body, ("decision", "reason", "arguments"))
+        decision = body.get("decision")
+        if decision not in ("once", "always", "deny", "cancelled"):
+            raise ApiError(422, f"decision: expected one of once, always, deny, cancelled; got {decision!r:.80}")
+        reason = body.get("reason")
+        if reason is not None and not isinstance(reason, str):
+            raise ApiError(422, f"reason: expected a string or null, got {reason!r:.80}")
+        arguments = body.get("arguments")
+        if arguments is not None and not isinstance(arguments, dict | str):
+            raise ApiError(422, f"arguments: expected a JSON object (or its text) or null, got {arguments!r:.80}")
+        agent = await desk.agent(request.path_params["id"])
+        call_id = request.path_params["call_id"]
+        try:
+            event = await agent.resolve_approval(call_id, decision, reason=reason, arguments=arguments, by="serve")
+        except ApprovalNotPendingError as exc:
+            requested = any(
+                e.type == "approval/requested" and e.data.get("call_id") == call_id for e in agent.session.events
+            )
+            if requested:
+                raise ApiError(409, f"the approval of call {call_id!r} is no longer pending: {exc}") from exc
+            raise ApiError(404, f"no approval was requested for call {call_id!r} in this session") from exc
+        except (TypeError, ValueError) as exc:
+            raise ApiError(422, f"the approval of call {call_id!r} stays pending: {exc}") from exc
+        return JSONResponse(event.to_json())
+
     async def events(request: Request) -> Response:
         after = -1
         last_id = request.headers.get("last-event-id")
@@ -151,6 +188,8 @@ def api_routes(desk: SessionDesk, tails: LogTails, config: ServeConfig) -> list[
         Route("/api/sessions/{id}", delete_session, methods=["DELETE"]),
         Route("/api/sessions/{id}/cancel", cancel, methods=["POST"]),
         Route("/api/sessions/{id}/events", events, methods=["GET"]),
+        Route("/api/sessions/{id}/approvals", approvals, methods=["GET"]),
+        Route("/api/sessions/{id}/approvals/{call_id}", resolve, methods=["POST"]),
     ]
     routes += [Route(f"/api/sessions/{{id}}/{verb}", deliver(verb), methods=["POST"]) for verb in _DELIVERIES]
     return routes

@@ -23,7 +23,7 @@ from dsh_persistence_jsonl import PersistencePlugin
 from dsh_serve import ServePlugin, open_app
 from dsh_serve._server import UvicornServer, bind, server_config
 
-from dsh_core import Context, Harness, tool
+from dsh_core import Ask, Context, Harness, ToolExecution, hookimpl, tool
 from dsh_core.testing import ScriptedModel
 
 T = TypeVar("T")
@@ -56,15 +56,33 @@ class Gate:
 
 
 class _ModelPlugin:
+    """The scripted model, the gate, and ``write_note``: a tool that asks for approval first."""
+
     name = "test-model"
 
-    def __init__(self, model: ScriptedModel, gate: Gate) -> None:
+    def __init__(self, model: ScriptedModel, gate: Gate, notes: list[str]) -> None:
         self.model = model
         self.gate = gate
+        self.notes = notes
 
     def start(self, ctx: Context) -> None:
         ctx.llm.register_adapter(self.model.provider, self.model)
         self.gate.start(ctx)
+        notes = self.notes
+
+        @tool
+        def write_note(text: str) -> str:
+            """Write a note (asks for approval first)."""
+            notes.append(text)
+            return f"noted: {text}"
+
+        ctx.tools.register(write_note)
+
+    @hookimpl
+    def dsh_tools_pre_execute(self, execution: ToolExecution) -> Ask | None:
+        if execution.name == "write_note":
+            return Ask("it writes a note")
+        return None
 
 
 @attrs.define
@@ -78,6 +96,8 @@ class Served:
     gate: Gate
     portal: BlockingPortal
     root: Path
+    #: what ``write_note`` wrote, in order
+    notes: list[str]
 
     @property
     def auth(self) -> dict[str, str]:
@@ -122,12 +142,12 @@ class Served:
 
 @asynccontextmanager
 async def _serving(
-    root: Path, model: ScriptedModel, serve: dict[str, Any], cwd: Path
+    root: Path, model: ScriptedModel, serve: dict[str, Any], cwd: Path, notes: list[str]
 ) -> AsyncIterator[tuple[str, Context, Gate]]:
     gate = Gate()
     config = {"plugins": {"persistence-jsonl": {"root": str(root), "batch_delay": 0.0}, "serve": serve}}
     plugin = ServePlugin()
-    plugins = [PersistencePlugin(), _ModelPlugin(model, gate), plugin]
+    plugins = [PersistencePlugin(), _ModelPlugin(model, gate, notes), plugin]
     async with Harness(config=config, plugins=plugins, autoload=False) as ctx:
         async with open_app(ctx, config=plugin.config, token=TOKEN, model=MODEL, cwd=cwd) as app:
             sock = bind("127.0.0.1", 0)
@@ -147,9 +167,10 @@ async def _serving(
 def serving(root: Path, cwd: Path, model: ScriptedModel | None = None, **serve: Any) -> Iterator[Served]:
     """Start a server over the sessions stored in ``root``; stop it (and its harness) on exit."""
     model = model or ScriptedModel(checkpoints=True)
+    notes: list[str] = []
     with start_blocking_portal("asyncio") as portal:
-        with portal.wrap_async_context_manager(_serving(root, model, serve, cwd)) as (url, ctx, gate):
-            yield Served(url=url, token=TOKEN, ctx=ctx, model=model, gate=gate, portal=portal, root=root)
+        with portal.wrap_async_context_manager(_serving(root, model, serve, cwd, notes)) as (url, ctx, gate):
+            yield Served(url=url, token=TOKEN, ctx=ctx, model=model, gate=gate, portal=portal, root=root, notes=notes)
 
 
 @attrs.frozen

@@ -216,3 +216,56 @@ def test_model_output_never_runs_a_script_or_loads_a_resource(tab: Tab, served: 
     assert answer.locator("img, script, iframe").count() == 0
     assert page.evaluate("window.pwned") is None
     assert not any("evil.example" in url for url in tab.requests)
+
+
+def test_approval_cards_allow_deny_with_a_reason_and_edit(tab: Tab, served: Served) -> None:
+    """A call waiting for approval shows a card: edit its arguments and allow it; deny another with
+    words the model is told; a reload mid-wait shows the card again."""
+    served.model.add(
+        ScriptedModel.tool_call("write_note", {"text": "draft"}),
+        ScriptedModel.tool_call("write_note", {"text": "second"}),
+        "all done",
+    )
+    page = tab.open()
+    ident = _new_session(page)
+    _say(page, "write two notes")
+    card = page.locator('.approval[data-call-id="call_1"]')
+    expect(card).to_contain_text("write_note asks for approval: it writes a note")
+    page.reload()  # the request is in the log: the card comes back
+    expect(page.locator("#session-title")).to_have_text(ident)
+    expect(card.locator(".approval-arguments")).to_have_value('{\n  "text": "draft"\n}')
+    card.locator(".approval-arguments").fill('{"text": "edited"}')
+    card.locator(".approve-once").click()
+    expect(card).to_have_attribute("data-state", "once")
+    expect(card).to_contain_text("allowed once by serve (arguments edited)")
+    second = page.locator('.approval[data-call-id="call_2"]')
+    second.locator(".approval-reason").fill("one note is enough")
+    second.locator(".approve-deny").click()
+    expect(second).to_have_attribute("data-state", "deny")
+    expect(second).to_contain_text("denied by serve: one note is enough")
+    expect(page.locator('.tool[data-call-id="call_2"]')).to_have_attribute("data-state", "error")
+    expect(page.locator(".msg.assistant").last).to_contain_text("all done")
+    assert served.notes == ["edited"]
+    assert "one note is enough" in str(served.model.requests[-1].messages[-1].content)
+
+
+def test_a_bad_edit_shows_the_servers_refusal_and_stays_pending(tab: Tab, served: Served) -> None:
+    """Arguments the tool refuses are shown as the server's error; the card stays answerable."""
+    served.model.add(ScriptedModel.tool_call("write_note", {"text": "x"}), "ok")
+    page = tab.open()
+    _new_session(page)
+    _say(page, "write")
+    card = page.locator('.approval[data-call-id="call_1"]')
+    card.locator(".approval-arguments").fill('{"text": 7}')
+    card.locator(".approve-once").click()
+    expect(card.locator(".approval-error")).to_contain_text("pending")
+    expect(card).to_have_attribute("data-state", "pending")
+    card.locator(".approval-arguments").fill("{not json")
+    card.locator(".approve-once").click()
+    expect(card.locator(".approval-error")).to_contain_text("not JSON")
+    card.locator(".approve-always").click()  # the arguments are still not JSON: refused in the page
+    card.locator(".approval-arguments").fill('{"text": "x"}')
+    card.locator(".approve-always").click()
+    expect(card).to_have_attribute("data-state", "always")
+    expect(page.locator('.tool[data-call-id="call_1"]')).to_have_attribute("data-state", "done")
+    assert served.notes == ["x"]

@@ -100,6 +100,7 @@ class Transcript {
     this.steps = new Map(); // "turn/step" -> {element, parts: Map(index -> part)}
     this.tools = new Map(); // call id -> card
     this.pending = new Map(); // queued id -> element
+    this.approvals = new Map(); // call id -> approval card
     this.frame = null;
     this.dirty = new Set();
   }
@@ -146,6 +147,12 @@ class Transcript {
         break;
       case "tool/result":
         this.toolResult(data);
+        break;
+      case "approval/requested":
+        this.approvalCard(data);
+        break;
+      case "approval/resolved":
+        this.approvalResolved(data);
         break;
       default:
         break;
@@ -279,6 +286,62 @@ class Transcript {
     card.querySelector(".result").textContent = textOf(message);
   }
 
+  approvalCard(data) {
+    const card = el("div", "approval");
+    card.dataset.callId = data.call_id;
+    card.dataset.state = "pending";
+    card.append(el("div", "approval-title", `${data.tool} asks for approval: ${data.reason}`));
+    const original = JSON.stringify(data.arguments, null, 2);
+    const args = el("textarea", "approval-arguments");
+    args.value = original;
+    args.rows = Math.min(12, original.split("\n").length + 1);
+    args.setAttribute("aria-label", "arguments (edit to change them)");
+    const reason = el("input", "approval-reason");
+    reason.placeholder = "reason (told to the model when you deny)";
+    const problem = el("div", "approval-error");
+    const buttons = el("div", "approval-buttons");
+    const answer = async (decision) => {
+      const body = { decision };
+      if (decision === "deny" && reason.value.trim()) body.reason = reason.value.trim();
+      if (decision !== "deny" && args.value.trim() !== original.trim()) {
+        try {
+          body.arguments = JSON.parse(args.value);
+        } catch (error) {
+          problem.textContent = `the arguments are not JSON: ${error.message}`;
+          return;
+        }
+      }
+      try {
+        await api("POST", `/api/sessions/${encodeURIComponent(current)}/approvals/${encodeURIComponent(data.call_id)}`, body);
+        problem.textContent = "";
+      } catch (error) {
+        problem.textContent = error.message;
+      }
+    };
+    for (const [decision, label] of [["once", "Allow once"], ["always", "Always allow"], ["deny", "Deny"]]) {
+      const button = el("button", `approve-${decision}`, label);
+      button.type = "button";
+      button.addEventListener("click", () => answer(decision));
+      buttons.append(button);
+    }
+    card.append(args, reason, buttons, problem);
+    this.approvals.set(data.call_id, card);
+    const tool = this.tools.get(data.call_id);
+    if (tool) tool.after(card);
+    else this.root.append(card);
+  }
+
+  approvalResolved(data) {
+    const card = this.approvals.get(data.call_id);
+    if (!card) return;
+    card.dataset.state = data.decision;
+    const words = { once: "allowed once", always: "always allowed", deny: "denied", cancelled: "cancelled" };
+    let text = `${words[data.decision] || data.decision} by ${data.by}`;
+    if (data.reason) text += `: ${data.reason}`;
+    if (data.arguments) text += ` (arguments edited)`;
+    card.replaceChildren(el("div", "approval-title", card.querySelector(".approval-title").textContent), el("div", "approval-outcome", text));
+  }
+
   scroll() {
     const root = this.root;
     if (root.scrollHeight - root.scrollTop - root.clientHeight < 200) root.scrollTop = root.scrollHeight;
@@ -342,6 +405,7 @@ async function openSession(id) {
 const EVENT_TYPES = [
   "turn/start", "turn/end", "inbox/queued", "inbox/cleared", "user/message", "steering/message",
   "context/message", "assistant/chunk", "assistant/message", "tool/call", "tool/result",
+  "approval/requested", "approval/resolved",
 ];
 
 // ------------------------------------------------------------------ the composer
