@@ -19,6 +19,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from dsh_core import ApprovalNotPendingError
+from dsh_core.session_log import ApprovalRequestedEvent
 
 from ._config import ServeConfig
 from ._desk import SessionDesk, content_of
@@ -156,7 +157,8 @@ def api_routes(desk: SessionDesk, tails: LogTails, config: ServeConfig) -> list[
             event = await agent.resolve_approval(call_id, decision, reason=reason, arguments=arguments, by="serve")
         except ApprovalNotPendingError as exc:
             requested = any(
-                e.type == "approval/requested" and e.data.get("call_id") == call_id for e in agent.session.events
+                e.type == ApprovalRequestedEvent.type and e.data.get("call_id") == call_id
+                for e in agent.session.events
             )
             if requested:
                 raise ApiError(409, f"the approval of call {call_id!r} is no longer pending: {exc}") from exc
