@@ -73,7 +73,7 @@ def _seq(raw: str, where: str) -> int:
     return value
 
 
-class _FollowerStream(EventSourceResponse):
+class FollowerStream(EventSourceResponse):
     """The SSE response of one follower; a follower whose write stalls is dropped, quietly."""
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -176,7 +176,7 @@ def api_routes(desk: SessionDesk, tails: LogTails, config: ServeConfig) -> list[
             after = _seq(request.query_params["after"], "after")
         agent = await desk.agent(request.path_params["id"])
         tail = tails.of(agent.session)
-        return _FollowerStream(
+        return FollowerStream(
             tail.follow(after),
             ping=config.heartbeat,
             send_timeout=config.send_timeout,

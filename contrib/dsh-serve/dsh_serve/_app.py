@@ -18,6 +18,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from ._agui import agui_routes
 from ._api import api_routes
 from ._config import ServeConfig
 from ._desk import SessionDesk
@@ -116,7 +117,7 @@ async def open_app(
         Middleware(BodyLimit, max_bytes=config.max_body_bytes),
     ]
     asgi = Starlette(
-        routes=[*api_routes(desk, tails, config), *_page_routes()],
+        routes=[*api_routes(desk, tails, config), *agui_routes(desk, tails, config), *_page_routes()],
         middleware=middleware,
         exception_handlers={ApiError: _api_error, HTTPException: _http_error, Exception: _bug},
     )

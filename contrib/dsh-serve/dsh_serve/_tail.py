@@ -15,7 +15,7 @@ once per follower.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Final
 
 import anyio
@@ -107,31 +107,38 @@ class SessionTail:
         followers / 10) for more before it writes them all at once. Ends when the tail closes,
         after the events the log holds then.
         """
+        async for start, stop in self._ranges(after, flush_interval):
+            for first in range(start, stop, _BATCH):
+                yield b"".join([self._frame(seq) for seq in range(first, min(stop, first + _BATCH))])
+
+    async def events(self, after: int, *, flush_interval: float = FLUSH_INTERVAL) -> AsyncIterator[Sequence[SessionEvent]]:
+        """The events after ``after``, then the live ones, in batches (as ``follow``, not encoded)."""
+        log = self.session.events
+        async for start, stop in self._ranges(after, flush_interval):
+            yield log[start:stop]
+
+    async def _ranges(self, after: int, flush_interval: float) -> AsyncIterator[tuple[int, int]]:
+        """The seq ranges ``[start, stop)`` to send, as the log grows; ends when the tail closes."""
         self.followers += 1
         try:
-            async for frames in self._follow(after, flush_interval):
-                yield frames
+            cursor = after + 1
+            events = self.session.events
+            while True:
+                count = len(events)
+                if cursor < count:
+                    yield cursor, count
+                    cursor = count
+                    continue
+                if self.closed:
+                    return
+                wakeup = self._wakeup
+                if wakeup is None:
+                    wakeup = self._wakeup = anyio.Event()
+                await wakeup.wait()
+                if flush_interval > 0 and not self.closed:
+                    await anyio.sleep(min(_MAX_FLUSH, flush_interval * max(1.0, self.followers / 10)))
         finally:
             self.followers -= 1
-
-    async def _follow(self, after: int, flush_interval: float) -> AsyncIterator[bytes]:
-        cursor = after + 1
-        events = self.session.events
-        while True:
-            count = len(events)
-            while cursor < count:
-                stop = min(count, cursor + _BATCH)
-                yield b"".join([self._frame(seq) for seq in range(cursor, stop)])
-                cursor = stop
-                count = len(events)
-            if self.closed:
-                return
-            wakeup = self._wakeup
-            if wakeup is None:
-                wakeup = self._wakeup = anyio.Event()
-            await wakeup.wait()
-            if flush_interval > 0 and not self.closed:
-                await anyio.sleep(min(_MAX_FLUSH, flush_interval * max(1.0, self.followers / 10)))
 
 
 class LogTails:
