@@ -25,6 +25,7 @@ from ._desk import SessionDesk
 from ._errors import ApiError, error_response
 from ._guards import BodyLimit, TokenGuard, is_guarded
 from ._tail import LogTails
+from ._vercel import vercel_routes
 
 if TYPE_CHECKING:
     from dsh_core import Context
@@ -117,7 +118,12 @@ async def open_app(
         Middleware(BodyLimit, max_bytes=config.max_body_bytes),
     ]
     asgi = Starlette(
-        routes=[*api_routes(desk, tails, config), *agui_routes(desk, tails, config), *_page_routes()],
+        routes=[
+            *vercel_routes(desk, tails, config),
+            *api_routes(desk, tails, config),
+            *agui_routes(desk, tails, config),
+            *_page_routes(),
+        ],
         middleware=middleware,
         exception_handlers={ApiError: _api_error, HTTPException: _http_error, Exception: _bug},
     )
