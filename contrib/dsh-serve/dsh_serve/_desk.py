@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import attrs
 
-from dsh_core import AgentHandle, AgentOptions, DshError, Image, Text, UserMessage
+from dsh_core import AgentHandle, AgentOptions, DshError, Image, Text, UserMessage, hookimpl
+from dsh_core.llm import LlmCallConfig
 from dsh_core.session_log import UserMessageEvent
 
 from ._errors import ApiError
@@ -140,9 +142,8 @@ class SessionDesk:
             if self.live(ident) is not None or await self._stored(ident):
                 raise ApiError(409, f"session {ident!r} exists already; choose another id or omit it")
             try:
-                handle = await self._ctx.agents.create(
-                    ident, meta={"cwd": str(self.cwd)}, agent_options=AgentOptions(model=model)
-                )
+                meta = {"cwd": str(self.cwd), "extra": {"serve": {"model": model}}}
+                handle = await self._ctx.agents.create(ident, meta=meta, agent_options=AgentOptions(model=model))
             except (TypeError, ValueError) as exc:
                 raise ApiError(422, f"id: {exc}") from exc
         self._handles[ident] = handle
@@ -164,7 +165,9 @@ class SessionDesk:
             if not await self._stored(session_id):
                 raise ApiError(404, f"no session {session_id!r} (GET /api/sessions lists them)")
             try:
-                handle = await self._ctx.agents.resume(session_id, agent_options=AgentOptions(model=self.model))
+                handle = await self._ctx.agents.resume(
+                    session_id, agent_options=AgentOptions(model=self.model), setup=_keep_stored_model
+                )
             except LookupError as exc:
                 raise ApiError(404, f"no session {session_id!r}: {exc}") from exc
             except DshError as exc:
@@ -233,5 +236,29 @@ class SessionDesk:
             await handle.dispose()
 
 
+def stored_model(agent: Agent) -> str | None:
+    """The model a session was created with here (kept in its meta), if any."""
+    serve: Any = agent.session.meta.extra.get("serve")
+    model = serve.get("model") if isinstance(serve, Mapping) else None
+    return model if isinstance(model, str) and "/" in model else None
+
+
+class _StoredModel:
+    """Keeps a resumed session on the model it was created with: the agent's options are the
+    server's default (a resume cannot read the stored meta first), so each request is switched."""
+
+    @hookimpl
+    def dsh_agent_request(self, agent: Agent, config: LlmCallConfig) -> LlmCallConfig | None:
+        model = stored_model(agent)
+        if model is None or model == f"{config.provider}/{config.model}":
+            return None
+        provider, _, name = model.partition("/")
+        return attrs.evolve(config, provider=provider, model=name)
+
+
+def _keep_stored_model(agent_ctx: Context) -> None:
+    agent_ctx.register_plugin(_StoredModel(), name="serve/stored-model")
+
+
 def _details(agent: Agent) -> Mapping[str, Any]:
-    return {"model": agent.options.model, "cwd": agent.session.meta.cwd}
+    return {"model": stored_model(agent) or agent.options.model, "cwd": agent.session.meta.cwd}

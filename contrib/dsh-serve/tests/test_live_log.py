@@ -201,3 +201,22 @@ async def test_reconnecting_after_a_server_restart_resumes_the_session(tmp_path:
     assert after[-1].json()["data"]["turn"] == 2
     assert shown["status"] != "stored"
     assert shown["title"] == "one"
+
+
+async def test_a_resumed_session_keeps_the_model_it_was_created_with(tmp_path: Path) -> None:
+    """A session created with a model of its own still uses it after a restart (the server's
+    default model is another)."""
+    (tmp_path / "w").mkdir()
+    with serving(tmp_path / "s", tmp_path / "w", model=ScriptedModel(["first"])) as served:
+        async with served.client() as client:
+            ident = (await client.post("/api/sessions", json={"model": "scripted/alpha"})).json()["id"]
+            await run_turn(served, client, ident, "one")
+        first_model = served.model.requests[-1].model
+    second = ScriptedModel(["second"])
+    with serving(tmp_path / "s", tmp_path / "w", model=second) as served:
+        async with served.client() as client:
+            await run_turn(served, client, ident, "two")
+            shown = (await client.get(f"/api/sessions/{ident}")).json()
+    assert first_model == "alpha"
+    assert second.requests[-1].model == "alpha"
+    assert shown["model"] == "scripted/alpha"
