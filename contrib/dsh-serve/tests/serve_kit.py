@@ -23,7 +23,7 @@ from dsh_persistence_jsonl import PersistencePlugin
 from dsh_serve import ServePlugin, open_app
 from dsh_serve._server import UvicornServer, bind, server_config
 
-from dsh_core import Ask, Context, Harness, ToolExecution, hookimpl, tool
+from dsh_core import Ask, Context, Harness, ToolError, ToolExecution, hookimpl, tool
 from dsh_core.testing import ScriptedModel
 
 T = TypeVar("T")
@@ -77,6 +77,15 @@ class _ModelPlugin:
             return f"noted: {text}"
 
         ctx.tools.register(write_note)
+
+        @tool
+        def edit_file(path: str, old_text: str, new_text: str) -> str:
+            """Replace text in a file (a stand-in: it fails when old_text is 'missing')."""
+            if old_text == "missing":
+                raise ToolError(f"{path}: old_text not found")
+            return f"edited {path}"
+
+        ctx.tools.register(edit_file)
 
     @hookimpl
     def dsh_tools_pre_execute(self, execution: ToolExecution) -> Ask | None:

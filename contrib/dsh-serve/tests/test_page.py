@@ -269,3 +269,27 @@ def test_a_bad_edit_shows_the_servers_refusal_and_stays_pending(tab: Tab, served
     expect(card).to_have_attribute("data-state", "always")
     expect(page.locator('.tool[data-call-id="call_1"]')).to_have_attribute("data-state", "done")
     assert served.notes == ["x"]
+
+
+def test_a_file_edit_shows_a_diff_and_a_failed_one_shows_none(tab: Tab, served: Served) -> None:
+    """An edit_file call shows removed, added and unchanged lines; a failed edit shows no diff."""
+    served.model.add(
+        ScriptedModel.tool_call("edit_file", {"path": "a.py", "old_text": "one\ntwo\nthree", "new_text": "one\n2\nthree"}),
+        ScriptedModel.tool_call("edit_file", {"path": "b.py", "old_text": "missing", "new_text": "x"}),
+        "edited",
+    )
+    page = tab.open()
+    _new_session(page)
+    _say(page, "edit")
+    good = page.locator('.tool[data-call-id="call_1"]')
+    expect(good).to_have_attribute("data-state", "done")
+    expect(good.locator(".diff-path")).to_have_text("edit a.py")
+    rows = good.locator(".diff-line")
+    expect(rows).to_have_count(4)
+    assert rows.all_inner_texts() == ["  one", "- two", "+ 2", "  three"]
+    assert good.locator(".diff-line.del").inner_text() == "- two"
+    assert good.locator(".diff-line.add").inner_text() == "+ 2"
+    bad = page.locator('.tool[data-call-id="call_2"]')
+    expect(bad).to_have_attribute("data-state", "error")
+    expect(bad.locator(".diff")).to_have_count(0)
+    expect(page.locator(".msg.assistant").last).to_contain_text("edited")

@@ -1,6 +1,7 @@
 // The built-in page: sessions, and one session's live log rendered as a chat. It uses only the
 // native API (/api/...) of the server that served it, with the token from the URL fragment.
 
+import { fileDiff } from "./diff.js";
 import { renderMarkdown } from "./markdown.js";
 
 const $ = (id) => document.getElementById(id);
@@ -275,6 +276,12 @@ class Transcript {
     card.dataset.tool = name;
     card.querySelector("summary").textContent = `${name}(${summarize(args)})`;
     card.querySelector(".arguments").textContent = pretty(args);
+    card.querySelector(".diff")?.remove();
+    const diff = fileDiff(name, parsed(args));
+    if (diff) {
+      card.querySelector(".arguments").before(diff);
+      card.open = true;
+    }
     return card;
   }
 
@@ -284,6 +291,7 @@ class Transcript {
     card.dataset.state = message.is_error || data.error_code ? "error" : "done";
     if (data.error_code) card.dataset.errorCode = data.error_code;
     card.querySelector(".result").textContent = textOf(message);
+    if (card.dataset.state === "error") card.querySelector(".diff")?.remove(); // a failed edit changed nothing
   }
 
   approvalCard(data) {
@@ -291,6 +299,8 @@ class Transcript {
     card.dataset.callId = data.call_id;
     card.dataset.state = "pending";
     card.append(el("div", "approval-title", `${data.tool} asks for approval: ${data.reason}`));
+    const diff = fileDiff(data.tool, data.arguments);
+    if (diff) card.append(diff);
     const original = JSON.stringify(data.arguments, null, 2);
     const args = el("textarea", "approval-arguments");
     args.value = original;
@@ -358,6 +368,14 @@ function textOf(message) {
   return (message.content || [])
     .map((block) => (block.type === "text" ? block.text : block.type === "image" ? "[image]" : ""))
     .join("");
+}
+
+function parsed(args) {
+  try {
+    return JSON.parse(args);
+  } catch {
+    return null;
+  }
 }
 
 function pretty(args) {
