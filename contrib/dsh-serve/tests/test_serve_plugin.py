@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.metadata as importlib_metadata
+import subprocess
+import sys
 
 import dsh_serve
 import pytest
@@ -16,7 +18,18 @@ pytestmark = pytest.mark.anyio
 def test_front_is_exact() -> None:
     """The package exports the plugin, its config, and the app over a started harness."""
     assert dsh_serve.__all__ == ["ServeApp", "ServeConfig", "ServePlugin", "open_app"]
-    assert {name for name in vars(dsh_serve) if not name.startswith("_")} == set(dsh_serve.__all__)
+    assert dir(dsh_serve) == dsh_serve.__all__
+    assert {name for name in vars(dsh_serve) if not name.startswith("_")} <= set(dsh_serve.__all__)
+    assert all(getattr(dsh_serve, name) is not None for name in dsh_serve.__all__)
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        dsh_serve.nothing  # noqa: B018
+
+
+def test_loading_the_plugin_imports_no_web_stack() -> None:
+    """Every harness loads the plugin (``dsh run`` too): it must not import Starlette or pydantic."""
+    code = "import dsh_serve, sys; print(sorted(m for m in ('starlette', 'uvicorn', 'pydantic', 'ag_ui', 'sse_starlette') if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
 
 
 def test_entry_points() -> None:
