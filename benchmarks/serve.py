@@ -20,11 +20,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import anyio
 import httpx
 from dsh_persistence_jsonl import PersistencePlugin
 from dsh_serve import ServePlugin, open_app
-from dsh_serve._server import UvicornServer, bind, server_config
+from dsh_serve._server import listening
 
 from dsh_core import Context, Harness
 from dsh_core.testing import ScriptedModel
@@ -98,13 +97,8 @@ async def bench() -> dict[str, Any]:
     figures: dict[str, Any] = {}
     async with Harness(config=config, plugins=[PersistencePlugin(), _Model(model), plugin], autoload=False) as ctx:
         async with open_app(ctx, config=plugin.config, token=TOKEN, model="scripted/any", cwd=root) as app:
-            sock = bind("127.0.0.1", 0)
-            port = sock.getsockname()[1]
-            ready = anyio.Event()
-            server = UvicornServer(server_config(app.asgi), on_ready=ready.set, on_stopping=app.stopping)
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(server.serve, [sock])
-                await ready.wait()
+            async with listening(app) as url:
+                port = int(url.rsplit(":", 1)[1])
                 headers = {"Authorization": f"Bearer {TOKEN}"}
                 async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=120) as client:
                     # the chunk rate with 0, 10 and 100 followers
@@ -161,7 +155,6 @@ async def bench() -> dict[str, Any]:
                         await writer.wait_closed()
                         best_first, best_all = min(best_first, first), min(best_all, whole)
                     figures["replay"] = {"events": events, "first_byte_ms": best_first * 1e3, "all_ms": best_all * 1e3}
-                server.should_exit = True
     return figures
 
 

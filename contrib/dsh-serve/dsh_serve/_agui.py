@@ -53,7 +53,6 @@ from dsh_core.session_log import (
     ApprovalRequestedEvent,
     AssistantChunkEvent,
     AssistantMessageEvent,
-    InboxQueuedEvent,
     SteeringMessageEvent,
     StepStartEvent,
     ToolResultEvent,
@@ -64,7 +63,7 @@ from dsh_core.session_log import (
 
 from ._api import FollowerStream, read_object
 from ._config import ServeConfig
-from ._desk import SessionDesk
+from ._desk import SessionDesk, knows_message
 from ._errors import ApiError
 from ._tail import LogTails
 
@@ -122,16 +121,6 @@ def _text(content: object) -> str:
         return "".join(getattr(part, "text", "") or "" for part in content if getattr(part, "type", None) == "text")
     return ""
 
-
-def _seen(agent: Agent, message_id: str) -> bool:
-    """Whether the session already queued (or was given as context) a message with this id."""
-    for event in agent.session.events:
-        data: Any = event.data
-        if event.type == InboxQueuedEvent.type and data["id"] == message_id:
-            return True
-        if event.type == UserMessageEvent.type and data["message"]["id"] == message_id:
-            return True
-    return False
 
 
 class _Projection:
@@ -283,12 +272,7 @@ def agui_routes(desk: SessionDesk, tails: LogTails, config: ServeConfig) -> list
         thread = run_input.thread_id
         if not thread.strip():
             raise ApiError(422, "RunAgentInput.threadId: must not be empty")
-        try:
-            agent = await desk.agent(thread)
-        except ApiError as exc:
-            if exc.status != 404:
-                raise
-            agent = await desk.create(thread, None)
+        agent = await desk.agent_or_new(thread)
         session = agent.session
         start = len(session.events)
         #: the turn this run follows: known now (resume, steer, a turn in progress) or at the
@@ -310,7 +294,7 @@ def agui_routes(desk: SessionDesk, tails: LogTails, config: ServeConfig) -> list
         else:
             users = [m for m in run_input.messages if getattr(m, "role", None) == "user"]
             last = users[-1] if users else None
-            if last is not None and not _seen(agent, last.id):
+            if last is not None and not knows_message(agent, last.id):
                 if agent.pending_approvals():
                     raise ApiError(
                         409,

@@ -20,7 +20,7 @@ import attrs
 
 from dsh_core import AgentHandle, AgentOptions, DshError, Image, Text, UserMessage, hookimpl
 from dsh_core.llm import LlmCallConfig
-from dsh_core.session_log import UserMessageEvent
+from dsh_core.session_log import InboxQueuedEvent, UserMessageEvent
 
 from ._errors import ApiError
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from dsh_core import Context, Session
     from dsh_core.vocabulary._agent_types import Agent
 
-__all__ = ["SessionDesk", "content_of", "new_session_id"]
+__all__ = ["SessionDesk", "content_of", "knows_message", "new_session_id", "stored_model"]
 
 #: Persistence errors that mean "another process has this session" (each backend has its own
 #: classes until they share dsh_core's; a name is all they have in common).
@@ -178,6 +178,16 @@ class SessionDesk:
         resumed: Agent = handle.agent
         return resumed
 
+    async def agent_or_new(self, session_id: str) -> Agent:
+        """The agent of ``session_id`` (resumed if stored), or a new session under that id: a
+        protocol's thread or chat id names the session, which the first run creates."""
+        try:
+            return await self.agent(session_id)
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+        return await self.create(session_id, None)
+
     def _lock(self, session_id: str) -> anyio.Lock:
         lock = self._locks.get(session_id)
         if lock is None:
@@ -234,6 +244,18 @@ class SessionDesk:
         self._handles.clear()
         for handle in reversed(handles):
             await handle.dispose()
+
+
+def knows_message(agent: Agent, message_id: str) -> bool:
+    """Whether the session already has a prompt with this id (queued, or consumed as a user message):
+    a protocol client re-sends the whole conversation, and only what is new is sent."""
+    for event in agent.session.events:
+        data: Any = event.data
+        if event.type == InboxQueuedEvent.type and data["id"] == message_id:
+            return True
+        if event.type == UserMessageEvent.type and data["message"]["id"] == message_id:
+            return True
+    return False
 
 
 def stored_model(agent: Agent) -> str | None:

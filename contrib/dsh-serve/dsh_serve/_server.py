@@ -13,12 +13,16 @@ import ipaddress
 import signal
 import socket
 import threading
-from collections.abc import Callable, Generator
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Generator
+from typing import TYPE_CHECKING, Any
 
+import anyio
 import uvicorn
 
-__all__ = ["UvicornServer", "bind", "is_loopback", "server_config"]
+if TYPE_CHECKING:
+    from ._app import ServeApp
+
+__all__ = ["UvicornServer", "bind", "is_loopback", "listening", "server_config"]
 
 
 def is_loopback(host: str) -> bool:
@@ -98,3 +102,25 @@ class UvicornServer(uvicorn.Server):
         finally:
             for sig, handler in original.items():
                 signal.signal(sig, handler)
+
+
+@contextlib.asynccontextmanager
+async def listening(app: ServeApp, host: str = "127.0.0.1", port: int = 0) -> AsyncIterator[str]:
+    """Serve ``app`` on ``host:port`` (0: a free port) while the block runs; yields the base URL.
+
+    For tests, benchmarks and embedding; on exit the server stops (its streams end first) and is
+    awaited. The server's loop must be asyncio (uvicorn's).
+    """
+    sock = bind(host, port)
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{sock.getsockname()[1]}"
+    ready = anyio.Event()
+    server = UvicornServer(server_config(app.asgi), on_ready=ready.set, on_stopping=app.stopping)
+    with sock:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server.serve, [sock])
+            await ready.wait()
+            try:
+                yield url
+            finally:
+                server.should_exit = True

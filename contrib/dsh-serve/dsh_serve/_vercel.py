@@ -24,7 +24,6 @@ from dsh_core.session_log import (
     ApprovalRequestedEvent,
     AssistantChunkEvent,
     AssistantMessageEvent,
-    InboxQueuedEvent,
     StepStartEvent,
     ToolResultEvent,
     TurnEndEvent,
@@ -34,7 +33,7 @@ from dsh_core.session_log import (
 
 from ._api import FollowerStream, read_object
 from ._config import ServeConfig
-from ._desk import SessionDesk
+from ._desk import SessionDesk, knows_message
 from ._errors import ApiError
 from ._tail import LogTails
 
@@ -163,15 +162,6 @@ class _Projection:
                 yield {"type": f"{kind}-end", "id": ident}
 
 
-def _seen(agent: Agent, ident: str) -> bool:
-    for event in agent.session.events:
-        data: Any = event.data
-        if event.type == InboxQueuedEvent.type and data["id"] == ident:
-            return True
-        if event.type == UserMessageEvent.type and data["message"]["id"] == ident:
-            return True
-    return False
-
 
 def _text_of(message: Mapping[str, Any]) -> str:
     parts = message.get("parts")
@@ -249,12 +239,7 @@ def vercel_routes(desk: SessionDesk, tails: LogTails, config: ServeConfig) -> li
             raise ApiError(422, "id: expected the chat id (a non-empty string)")
         if not isinstance(messages, list) or not messages or not all(isinstance(m, Mapping) for m in messages):
             raise ApiError(422, "messages: expected a non-empty list of UI messages")
-        try:
-            agent = await desk.agent(ident)
-        except ApiError as exc:
-            if exc.status != 404:
-                raise
-            agent = await desk.create(ident, None)
+        agent = await desk.agent_or_new(ident)
         session = agent.session
         start = len(session.events)
         last = messages[-1]
@@ -275,7 +260,7 @@ def vercel_routes(desk: SessionDesk, tails: LogTails, config: ServeConfig) -> li
             return respond(agent, start, turn, None, replay=False)
         if last.get("role") != "user" or not isinstance(last.get("id"), str):
             raise ApiError(422, "messages[-1]: expected a user message with an id, or an assistant message with answered approvals")
-        if _seen(agent, last["id"]):
+        if knows_message(agent, last["id"]):
             turn = session.open_turn
             if turn is None:
                 return Response(status_code=204)

@@ -21,7 +21,7 @@ import httpx
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from dsh_persistence_jsonl import PersistencePlugin
 from dsh_serve import ServePlugin, open_app
-from dsh_serve._server import UvicornServer, bind, server_config
+from dsh_serve._server import listening
 
 from dsh_core import Ask, Context, Harness, ToolError, ToolExecution, hookimpl, tool
 from dsh_core.testing import ScriptedModel
@@ -159,17 +159,8 @@ async def _serving(
     plugins = [PersistencePlugin(), _ModelPlugin(model, gate, notes), plugin]
     async with Harness(config=config, plugins=plugins, autoload=False) as ctx:
         async with open_app(ctx, config=plugin.config, token=TOKEN, model=MODEL, cwd=cwd) as app:
-            sock = bind("127.0.0.1", 0)
-            port = sock.getsockname()[1]
-            ready = anyio.Event()
-            server = UvicornServer(server_config(app.asgi), on_ready=ready.set, on_stopping=app.stopping)
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(server.serve, [sock])
-                await ready.wait()
-                try:
-                    yield f"http://127.0.0.1:{port}", ctx, gate
-                finally:
-                    server.should_exit = True
+            async with listening(app) as url:
+                yield url, ctx, gate
 
 
 @contextmanager
