@@ -14,6 +14,7 @@ only stops reading.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, Final
 
 from ag_ui.core import (
@@ -324,28 +325,29 @@ def agui_routes(desk: SessionDesk, tails: LogTails, config: ServeConfig) -> list
                 return
             current = turn
             opened = session.open_turn
-            async for batch in tail.events(start - 1):
-                out: list[bytes] = []
-                for event in batch:
-                    data: Any = event.data
-                    if event.type == TurnStartEvent.type:
-                        opened = data["turn"]
-                    elif current is None and (
-                        (event.type == UserMessageEvent.type and data.get("queued_id") == queued)
-                        or (event.type == SteeringMessageEvent.type and data.get("queued_id") == queued)
-                    ):
-                        current = opened
-                    if current is None or event.type == TurnStartEvent.type:
-                        continue
-                    if data.get("turn", current) != current:
-                        continue
-                    out.extend(_encode(e) for e in projection.map(event))
+            async with aclosing(tail.events(start - 1)) as batches:
+                async for batch in batches:
+                    out: list[bytes] = []
+                    for event in batch:
+                        data: Any = event.data
+                        if event.type == TurnStartEvent.type:
+                            opened = data["turn"]
+                        elif current is None and (
+                            (event.type == UserMessageEvent.type and data.get("queued_id") == queued)
+                            or (event.type == SteeringMessageEvent.type and data.get("queued_id") == queued)
+                        ):
+                            current = opened
+                        if current is None or event.type == TurnStartEvent.type:
+                            continue
+                        if data.get("turn", current) != current:
+                            continue
+                        out.extend(_encode(e) for e in projection.map(event))
+                        if projection.finished:
+                            break
+                    if out:
+                        yield b"".join(out)
                     if projection.finished:
-                        break
-                if out:
-                    yield b"".join(out)
-                if projection.finished:
-                    return
+                        return
 
         return FollowerStream(stream(), ping=config.heartbeat, send_timeout=config.send_timeout, sep="\n")
 

@@ -4,18 +4,19 @@ A follower never holds a queue of its own. It keeps a cursor (the next ``seq`` i
 ``session.events`` from there: the stored events a reconnect asks for, then the live ones as they
 are appended. Subscribing and reading happen without an ``await`` between the length read and the
 wait, so no event is missed and none is sent twice. An append costs the agent one ``Event.set()``
-for all followers together (none at all when nobody waits), so a hundred followers do not slow it,
-and a slow follower only falls behind: the SSE response drops it when a write stalls
-(``send_timeout``), and the client reconnects with its last ``seq``.
+for all followers together (none at all when nobody waits); what followers cost is their writes,
+which they batch (``FLUSH_INTERVAL``). A slow follower only falls behind: the SSE response drops
+it when a write stalls (``send_timeout``), and the client reconnects with its last ``seq``.
 
-Each event is encoded as an SSE frame once per session (a window of the latest frames is kept), not
-once per follower.
+Each event is encoded as an SSE frame once per session (a window of the latest frames is kept,
+bounded in count and bytes), not once per follower.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
 from typing import TYPE_CHECKING, Final
 
 import anyio
@@ -30,6 +31,8 @@ __all__ = ["LogTails", "SessionTail", "encode_frame"]
 
 #: Frames kept per session for followers near the live end (older ones are encoded again on demand).
 _WINDOW: Final = 4096
+#: ... and at most this many bytes of them.
+_WINDOW_BYTES: Final = 4 * 1024 * 1024
 #: Frames sent in one write while a follower catches up.
 _BATCH: Final = 256
 #: Seconds a woken follower lets events gather before it writes, for every 10 followers of the
@@ -59,7 +62,7 @@ def encode_frame(event: SessionEvent) -> bytes:
 class SessionTail:
     """The followers' side of one live session: the wake-up they share, and its encoded frames."""
 
-    __slots__ = ("_base", "_frames", "_wakeup", "closed", "followers", "session")
+    __slots__ = ("_base", "_bytes", "_frames", "_wakeup", "closed", "followers", "session")
 
     def __init__(self, session: Session) -> None:
         self.session = session
@@ -70,6 +73,7 @@ class SessionTail:
         self._wakeup: anyio.Event | None = None
         self._frames: list[bytes] = []
         self._base = 0
+        self._bytes = 0
 
     def wake(self) -> None:
         """Wake every follower waiting for a new event (called for each append)."""
@@ -91,33 +95,38 @@ class SessionTail:
         frame = encode_frame(self.session.events[seq])
         if index == len(frames):
             frames.append(frame)
-            if len(frames) > _WINDOW:
-                drop = len(frames) - _WINDOW // 2
+            self._bytes += len(frame)
+            while (len(frames) > _WINDOW or self._bytes > _WINDOW_BYTES) and len(frames) > 1:
+                drop = len(frames) // 2  # the older half; the newest frame always stays
+                self._bytes -= sum(map(len, frames[:drop]))
                 del frames[:drop]
                 self._base += drop
         elif index > len(frames):  # the first follower starts past the window: restart it here
             self._frames = [frame]
             self._base = seq
+            self._bytes = len(frame)
         return frame
 
-    async def follow(self, after: int, *, flush_interval: float = FLUSH_INTERVAL) -> AsyncIterator[bytes]:
+    async def follow(self, after: int, *, flush_interval: float = FLUSH_INTERVAL) -> AsyncGenerator[bytes, None]:
         """The frames of the events after ``after`` (``-1``: from the start), then the live ones.
 
         Once woken by a new event, it waits ``flush_interval`` seconds (times the number of
         followers / 10) for more before it writes them all at once. Ends when the tail closes,
         after the events the log holds then.
         """
-        async for start, stop in self._ranges(after, flush_interval):
-            for first in range(start, stop, _BATCH):
-                yield b"".join([self._frame(seq) for seq in range(first, min(stop, first + _BATCH))])
+        async with aclosing(self._ranges(after, flush_interval)) as ranges:  # closed with this one
+            async for start, stop in ranges:
+                for first in range(start, stop, _BATCH):
+                    yield b"".join([self._frame(seq) for seq in range(first, min(stop, first + _BATCH))])
 
-    async def events(self, after: int, *, flush_interval: float = FLUSH_INTERVAL) -> AsyncIterator[Sequence[SessionEvent]]:
+    async def events(self, after: int, *, flush_interval: float = FLUSH_INTERVAL) -> AsyncGenerator[Sequence[SessionEvent], None]:
         """The events after ``after``, then the live ones, in batches (as ``follow``, not encoded)."""
         log = self.session.events
-        async for start, stop in self._ranges(after, flush_interval):
-            yield log[start:stop]
+        async with aclosing(self._ranges(after, flush_interval)) as ranges:
+            async for start, stop in ranges:
+                yield log[start:stop]
 
-    async def _ranges(self, after: int, flush_interval: float) -> AsyncIterator[tuple[int, int]]:
+    async def _ranges(self, after: int, flush_interval: float) -> AsyncGenerator[tuple[int, int], None]:
         """The seq ranges ``[start, stop)`` to send, as the log grows; ends when the tail closes."""
         self.followers += 1
         try:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, Final
 
 from starlette.requests import Request
@@ -201,31 +202,32 @@ def vercel_routes(desk: SessionDesk, tails: LogTails, config: ServeConfig) -> li
             if current is not None:
                 started = True
                 yield _chunk({"type": "start", "messageId": message_id(session.id, current)})
-            async for batch in tail.events(start - 1):
-                out: list[bytes] = []
-                for event in batch:
-                    data: Any = event.data
-                    if event.type == TurnStartEvent.type:
-                        opened = data["turn"]
-                        if replay and current == opened:
+            async with aclosing(tail.events(start - 1)) as batches:
+                async for batch in batches:
+                    out: list[bytes] = []
+                    for event in batch:
+                        data: Any = event.data
+                        if event.type == TurnStartEvent.type:
+                            opened = data["turn"]
+                            if replay and current == opened:
+                                continue
+                        if current is None and event.type == UserMessageEvent.type and data.get("queued_id") == queued:
+                            current = opened
+                        if current is None:
                             continue
-                    if current is None and event.type == UserMessageEvent.type and data.get("queued_id") == queued:
-                        current = opened
-                    if current is None:
-                        continue
-                    if not started:
-                        started = True
-                        out.append(_chunk({"type": "start", "messageId": message_id(session.id, current)}))
-                    if event.type == TurnStartEvent.type or data.get("turn", current) != current:
-                        continue
-                    out.extend(_chunk(c) for c in projection.map(event))
+                        if not started:
+                            started = True
+                            out.append(_chunk({"type": "start", "messageId": message_id(session.id, current)}))
+                        if event.type == TurnStartEvent.type or data.get("turn", current) != current:
+                            continue
+                        out.extend(_chunk(c) for c in projection.map(event))
+                        if projection.finished:
+                            out.append(b"data: [DONE]\n\n")
+                            break
+                    if out:
+                        yield b"".join(out)
                     if projection.finished:
-                        out.append(b"data: [DONE]\n\n")
-                        break
-                if out:
-                    yield b"".join(out)
-                if projection.finished:
-                    return
+                        return
 
         return FollowerStream(
             stream(), ping=config.heartbeat, send_timeout=config.send_timeout, sep="\n", headers=STREAM_HEADER

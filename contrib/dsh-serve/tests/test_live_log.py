@@ -4,12 +4,15 @@ followers, slow ones dropped, and reconnecting after a server restart (SPEC §10
 from __future__ import annotations
 
 import socket
+from contextlib import aclosing
 from pathlib import Path
 
 import anyio
 import anyio.to_thread
 import pytest
+from dsh_serve._tail import _WINDOW, _WINDOW_BYTES, SessionTail, encode_frame
 
+from dsh_core import AgentOptions, Context, Harness
 from dsh_core.testing import ScriptedModel
 
 from .serve_kit import Served, SseEvent, follow, serving, turn_ended
@@ -220,3 +223,32 @@ async def test_a_resumed_session_keeps_the_model_it_was_created_with(tmp_path: P
     assert first_model == "alpha"
     assert second.requests[-1].model == "alpha"
     assert shown["model"] == "scripted/alpha"
+
+
+async def test_the_frame_window_stays_bounded_while_frames_stay_exact() -> None:
+    """Big events pass through a session's frame window without it holding more than its bounds,
+    and every frame, cached or encoded again, is the event's."""
+    model = ScriptedModel([ScriptedModel.text("z" * (300 * 40_000), chunks=300)])  # 300 chunks of 40 KB
+
+    class Model:
+        name = "model"
+
+        def start(self, ctx: Context) -> None:
+            ctx.llm.register_adapter(model.provider, model)
+
+    async with Harness(config={}, plugins=[Model()], autoload=False) as ctx:
+        handle = await ctx.agents.create("s", agent_options=AgentOptions(model="scripted/any"))
+        await handle.agent.run("big")
+        session = handle.agent.session
+        tail = SessionTail(session)
+        frames = []
+        async with aclosing(tail.follow(-1, flush_interval=0)) as stream:
+            async for frame in stream:
+                frames.append(frame)
+                assert len(tail._frames) <= _WINDOW
+                assert tail._bytes <= _WINDOW_BYTES or len(tail._frames) == 1  # one frame bigger than the window
+                if b"event: turn/end" in frame:
+                    break
+        again = [encode_frame(event) for event in session.events]
+    assert b"".join(frames) == b"".join(again)
+    assert tail._frame(0) == again[0]  # dropped from the window: encoded again, the same
