@@ -1,4 +1,5 @@
-# `make demo` and `make test` work on a fresh machine with python3 (3.11+) and make.
+# `make demo` works on a fresh machine with python3 (3.11+) and make; `make test` also needs the
+# Debian packages whose programs the suite runs for real (.ci/missing-packages names those missing).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -8,8 +9,19 @@ STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.test-plugins
 CONTRIB := $(sort $(wildcard contrib/dsh-*))
 TEST_PLUGINS := $(sort $(wildcard tests/plugins/dsh-*))
+# contrib/dsh-serve's tests run the protocols' own node clients, installed exactly as locked
+NODE_CLIENTS := contrib/dsh-serve/tests/node
+NODE_STAMP := $(NODE_CLIENTS)/node_modules/.package-lock.json
 
 .PHONY: demo test lint bench events sessions clean
+
+# Checked before anything is built: `make test` stops at once, in one line, when a package is missing.
+ifneq ($(filter test,$(MAKECMDGOALS)),)
+MISSING_PACKAGES := $(shell sh .ci/missing-packages)
+ifneq ($(MISSING_PACKAGES),)
+$(error make test needs $(MISSING_PACKAGES), which the suite runs for real: apt-get install $(MISSING_PACKAGES) (Debian/Ubuntu), or run .ci/run as root, which installs them)
+endif
+endif
 
 $(STAMP): pyproject.toml $(wildcard contrib/*/pyproject.toml)
 	$(PYTHON) -m venv $(VENV)
@@ -21,10 +33,13 @@ $(TEST_STAMP): $(STAMP) $(wildcard tests/plugins/*/pyproject.toml)
 	$(BIN)/python -m pip install -q $(foreach d,$(TEST_PLUGINS),-e $(d))
 	touch $(TEST_STAMP)
 
+$(NODE_STAMP): $(NODE_CLIENTS)/package-lock.json
+	cd $(NODE_CLIENTS) && npm ci --no-audit --no-fund --loglevel=error
+
 demo: $(STAMP)
 	$(BIN)/dsh demo
 
-test: $(TEST_STAMP)
+test: $(TEST_STAMP) $(NODE_STAMP)
 	$(BIN)/python -m pytest
 	$(BIN)/python -m mypy
 	$(BIN)/python -m ruff check dsh_core dsh_agent_loop contrib tests benchmarks
@@ -34,7 +49,7 @@ lint: $(STAMP)
 	$(BIN)/python -m ruff check .
 
 bench: $(STAMP)
-	for script in benchmarks/*.py; do $(BIN)/python $$script; done
+	for script in benchmarks/[!_]*.py; do $(BIN)/python $$script; done
 
 sessions: $(STAMP)
 	$(BIN)/python tests/sessions/record_demo.py

@@ -7,10 +7,13 @@ accepted send's record (written at once since issue 15) and of a send + flush, r
 sessions of 10k and 100k events, and bytes on disk per streamed chunk. Budgets (issues 6, 15):
 persistence adds <= 20% to the per-step overhead; resume of 100k events <= 1 s.
 
-Then, when a PostgreSQL server can be started here (``find_bindir`` finds ``initdb``) and
-persistence-postgres is installed, the shared database's figures of
-``persistence_postgres.py`` (issue 21): per text step with PostgreSQL and with JSONL against in
-memory, and resume of a 100k-event session against JSONL's; ``--no-postgres`` leaves them out.
+Then every store in one run (issue 34, ``stores_figures``; ``--stores`` prints only these): per text
+step (turns of 100 steps) and resume of a 100k-event session with persistence-jsonl,
+persistence-sqlite and, when a PostgreSQL server can be started here (``find_bindir`` finds
+``initdb``), persistence-postgres, as ratios to in memory and to JSONL. Budgets: SQLite <= x1.2 of
+JSONL per step and <= x1.5 on resume; PostgreSQL <= x1.5 of in memory per step (issue 21) and <= 2x
+JSONL on resume. ``--no-postgres`` leaves PostgreSQL out; ``persistence_postgres.py`` prints its
+further figures (a yielding model, the driver's round trip).
 
 ``--baseline DIR`` runs the same measurements, in fresh processes taking turns, against the code of
 another checkout (``git worktree add /tmp/base main~N``; its core's entry points are put ahead of
@@ -23,6 +26,7 @@ what a flush costs and tmpfs makes it free. Figures only, never asserted.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -260,21 +264,76 @@ def report(f: dict[str, Any]) -> None:
     print(f"(store in {tempfile.gettempdir()}, {os.uname().sysname}, Python {sys.version.split()[0]})")
 
 
-def postgres_figures() -> None:
-    """persistence-postgres against JSONL and in memory (``persistence_postgres.py``), if it can run here."""
-    print("=== persistence-postgres (benchmarks/persistence_postgres.py)")
-    try:
-        import persistence_postgres  # this folder's, beside this script
-        from dsh_persistence_postgres.testing import PostgresUnavailableError, find_bindir
-    except ImportError as exc:
-        print(f"(left out: {exc})")
-        return
-    try:
-        find_bindir()
-    except PostgresUnavailableError as exc:
-        print(f"(left out: {exc})")
-        return
-    persistence_postgres.run()
+def stores_figures(*, with_postgres: bool) -> None:
+    """Every store in one run (issue 34): per text step and resume of 100k events, against in memory and JSONL.
+
+    The measurements are ``persistence_postgres.py``'s (``step_costs``: best of 5 agents of 10 turns of
+    100 text steps, the stores measured in turn; ``resume_costs``: best of 3 loads and resumes of the
+    same 100k-event session), so the stores see the same machine drift. PostgreSQL is a throwaway
+    cluster on a Unix socket when ``initdb`` is found (``--no-postgres`` leaves it out).
+    """
+    print("=== every store, same run: persistence-jsonl, persistence-sqlite, persistence-postgres")
+    import persistence_postgres as shared  # this folder's, beside this script
+    from dsh_persistence_sqlite import PersistencePlugin as SqlitePlugin
+
+    server: Any = contextlib.nullcontext(None)
+    if with_postgres:
+        try:
+            from dsh_persistence_postgres.testing import (
+                PostgresUnavailableError,
+                find_bindir,
+                temporary_postgres,
+            )
+
+            find_bindir()
+            server = temporary_postgres()
+        except (ImportError, PostgresUnavailableError) as exc:
+            print(f"(persistence-postgres left out: {exc})")
+
+    async def main(dsn: str | None, backend_name: str) -> None:
+        with tempfile.TemporaryDirectory(prefix="dsh-bench-") as temp:
+            root = Path(temp)
+
+            def jsonl() -> tuple[list[object], dict[str, Any]]:
+                return [PersistencePlugin()], {"plugins": {"persistence-jsonl": {"root": str(root / "jsonl")}}}
+
+            def sqlite() -> tuple[list[object], dict[str, Any]]:
+                return [SqlitePlugin()], {"plugins": {"persistence-sqlite": {"path": str(root / "sessions.db")}}}
+
+            stores: dict[str, Any] = {"jsonl": jsonl, "sqlite": sqlite}
+            if dsn is not None:
+                from dsh_persistence_postgres import PersistencePlugin as PostgresPlugin
+
+                def postgres() -> tuple[list[object], dict[str, Any]]:
+                    table = {"dsn": dsn, "schema": f"stores_{backend_name}"}
+                    return [PostgresPlugin()], {"plugins": {"persistence-postgres": table}}
+
+                stores["postgres"] = postgres
+            steps = await shared.step_costs({"memory": None, **stores})
+            resumed = await shared.resume_costs(stores, 100_000)
+        (memory, memory_cpu), (jsonl_step, jsonl_cpu) = steps["memory"], steps["jsonl"]
+        _, jsonl_load, jsonl_resume, _, jsonl_resume_cpu = resumed["jsonl"]
+        budgets = {"sqlite": ("budget <= x1.20", "budget <= x1.50"), "postgres": ("", "budget <= x2.00")}
+        print(f"text step, in memory        {memory * 1e6:8.1f} us   (CPU {memory_cpu * 1e6:.1f} us)")
+        for name in stores:
+            wall, cpu = steps[name]
+            step_budget, resume_budget = budgets.get(name, ("", ""))
+            count, load, resume, _, resume_cpu = resumed[name]
+            print(
+                f"text step, {name:<16} {wall * 1e6:8.1f} us   x{wall / memory:.2f} of in memory, "
+                f"x{wall / jsonl_step:.2f} of jsonl {step_budget}  (CPU x{cpu / jsonl_cpu:.2f} of jsonl)"
+            )
+            print(
+                f"resume of {count} events, {name:<8} {resume * 1e3:8.1f} ms   x{resume / jsonl_resume:.2f} of jsonl "
+                f"{resume_budget}  (CPU x{resume_cpu / jsonl_resume_cpu:.2f}; load() alone {load * 1e3:.1f} ms, "
+                f"x{load / jsonl_load:.2f})"
+            )
+        print(f"(load average {os.getloadavg()[0]:.1f}; files in {tempfile.gettempdir()})")
+
+    with server as running:
+        for backend in ("asyncio", "trio"):
+            print(f"--- {backend}")
+            anyio.run(main, None if running is None else running.dsn, backend, backend=backend)
 
 
 def _baseline_metadata(code: Path, into: Path) -> Path:
@@ -371,15 +430,17 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=2, help="runs of each checkout with --baseline")
     parser.add_argument("--backend", action="append", help="asyncio, trio (default: both)")
     parser.add_argument("--no-postgres", action="store_true", help="leave out persistence-postgres's figures")
+    parser.add_argument("--stores", action="store_true", help="only the figures of every store, same run")
     parser.add_argument("--figures", metavar="BACKEND", help=argparse.SUPPRESS)  # one run, as JSON
     args = parser.parse_args()
     if args.figures:
         print(json.dumps(anyio.run(measure, backend=args.figures)))
+    elif args.stores:
+        stores_figures(with_postgres=not args.no_postgres)
     elif args.baseline:
         compare(args.baseline.resolve(), args.rounds, args.backend or ["asyncio", "trio"])
     else:
         for backend in ("asyncio", "trio"):
             print(f"--- {backend}")
             report(anyio.run(measure, backend=backend))
-        if not args.no_postgres:
-            postgres_figures()
+        stores_figures(with_postgres=not args.no_postgres)

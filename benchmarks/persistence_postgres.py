@@ -130,32 +130,33 @@ async def build_session(backend: Backend, session_id: str, events: int) -> None:
                 await ctx.sessions.flush(session)
 
 
-async def resume_costs(backends: dict[str, Backend], events: int) -> dict[str, tuple[int, float, float]]:
-    """Per backend: (events, seconds for load(), for ctx.agents.resume()) of the same stored session;
-    best of 3, the backends measured in turn so that the machine's drift hits both alike."""
+async def resume_costs(backends: dict[str, Backend], events: int) -> dict[str, tuple[int, float, float, float, float]]:
+    """Per backend: (events, seconds for load(), for ctx.agents.resume(), and the CPU time of each, this
+    process's threads included) of the same stored session; best of 3, the backends measured in turn
+    so that the machine's drift hits both alike (the CPU time is what a loaded machine blurs least)."""
     session_id = f"resume-{events}"
     for backend in backends.values():
         await build_session(backend, session_id, events)
-    loads: dict[str, list[float]] = {name: [] for name in backends}
-    resumes: dict[str, list[float]] = {name: [] for name in backends}
+    runs: dict[str, list[tuple[float, float, float, float]]] = {name: [] for name in backends}
     counts: dict[str, int] = {}
     for _ in range(3):
         for name, backend in backends.items():
             gc.collect()
             async with harness(backend) as ctx:
-                start = time.perf_counter()
+                start, cpu = time.perf_counter(), time.process_time()
                 loaded = await ctx.session_persistence.load(session_id)
-                loads[name].append(time.perf_counter() - start)
+                load, load_cpu = time.perf_counter() - start, time.process_time() - cpu
                 counts[name] = len(loaded.events)
             del loaded
             gc.collect()
             async with harness(backend) as ctx:
                 ctx.llm.register_adapter("scripted", ScriptedModel())
-                start = time.perf_counter()
+                start, cpu = time.perf_counter(), time.process_time()
                 handle = await ctx.agents.resume(session_id, agent_options=OPTIONS)
-                resumes[name].append(time.perf_counter() - start)
+                resume, resume_cpu = time.perf_counter() - start, time.process_time() - cpu
                 await handle.dispose()
-    return {name: (counts[name], min(loads[name]), min(resumes[name])) for name in backends}
+            runs[name].append((load, resume, load_cpu, resume_cpu))
+    return {name: (counts[name], *(min(column) for column in zip(*runs[name], strict=True))) for name in backends}
 
 
 def _driver_setup(dsn: str, schema: str) -> Statements:
@@ -225,9 +226,9 @@ async def main(dsn: str, backend_name: str) -> None:
         f"the same, the model yielding to the event loop before each chunk (as a real adapter does): in memory"
         f" {memory * 1e6:.1f} us, jsonl x{jsonl_ / memory:.2f}, postgres x{postgres_ / memory:.2f}"
     )
-    count, load, resume = jsonl_resume
+    count, load, resume, *_ = jsonl_resume
     print(f"resume of {count} events, jsonl     {resume * 1e3:8.1f} ms   (load() alone {load * 1e3:.1f} ms)")
-    count, pg_load, pg_resume = postgres_resume
+    count, pg_load, pg_resume, *_ = postgres_resume
     print(
         f"resume of {count} events, postgres  {pg_resume * 1e3:8.1f} ms   {pg_resume / resume:.2f}x jsonl, budget <= 2x"
         f"  (load() alone {pg_load * 1e3:.1f} ms, {pg_load / load:.2f}x)"

@@ -4,7 +4,9 @@ Run: ``.venv/bin/python benchmarks/sandbox.py [--baseline DIR ...]``. Prints fig
 Each figure is one ``bash`` call through the whole tool pipeline (workspace + permissions
 plugins, the sandbox required), as the harness's user (root in CI): the median and the fastest of
 ``ROUNDS`` rounds of ``CALLS`` calls, each round measuring every variant in turn. ``unconfined``
-is the same call in full-access mode.
+is the same call in full-access mode; ``confined, max_processes = 40`` is below what pid_max can
+hold, which as root makes the cap a pids cgroup of each command's own (a ``mkdir``, a write and an
+``sh`` that enters it and becomes bwrap).
 
 Each round of each variant runs in a fresh child process of this script. ``--baseline DIR`` also
 measures the sandbox of another checkout of dsh, e.g. main before the sandbox changed
@@ -43,12 +45,20 @@ CALLS = 15
 WARM_UP = 3
 
 
-async def measure(mode: str) -> list[float]:
-    """Seconds of each of ``CALLS`` ``bash true`` calls in ``mode``, through the tool pipeline."""
+#: the max_processes of the variant below what a pid namespace's pid_max can hold
+SMALL_CAP = 40
+
+
+async def measure(variant: str) -> list[float]:
+    """Seconds of each of ``CALLS`` ``bash true`` calls in ``variant`` (a mode, ``:N`` a max_processes)."""
     from dsh_permissions import PermissionsPlugin
     from dsh_workspace import WorkspacePlugin
 
-    config = {"plugins": {"permissions": {"mode": mode, "sandbox": "required"}}}
+    mode, _, cap = variant.partition(":")
+    permissions: dict[str, object] = {"mode": mode, "sandbox": "required"}
+    if cap:
+        permissions["max_processes"] = int(cap)
+    config = {"plugins": {"permissions": permissions}}
     times = []
     with tempfile.TemporaryDirectory() as workspace:
         async with Harness(config=config, plugins=[WorkspacePlugin, PermissionsPlugin], autoload=False) as ctx:
@@ -182,7 +192,8 @@ def main() -> None:
     if args.child:
         print(json.dumps(anyio.run(measure, args.child)))
         return
-    figures: dict[str, list[float]] = {"unconfined": [], "confined": []}
+    small = f"confined, max_processes = {SMALL_CAP}"
+    figures: dict[str, list[float]] = {"unconfined": [], "confined": [], small: []}
     with tempfile.TemporaryDirectory() as scratch:
         metadata = {}
         for index, checkout in enumerate(args.baseline):
@@ -193,6 +204,7 @@ def main() -> None:
             # in a process that has already run (and grown through) the others.
             figures["unconfined"] += child_round("full-access")
             figures["confined"] += child_round("workspace-write")
+            figures[small] += child_round(f"workspace-write:{SMALL_CAP}")
             for checkout in args.baseline:
                 figures[str(checkout)] += child_round("workspace-write", checkout, metadata[checkout])
     user = "root" if os.geteuid() == 0 else "a normal user"
@@ -202,6 +214,7 @@ def main() -> None:
     for name, times in figures.items():
         print(f"  {name:<{width}}  median {medians[name] * 1e3:7.2f} ms   fastest {min(times) * 1e3:7.2f} ms")
     print(f"  confined / unconfined: {medians['confined'] / medians['unconfined']:.2f}x (median)")
+    print(f"  max_processes = {SMALL_CAP} / the default: {medians[small] / medians['confined']:.2f}x (median)")
     for checkout in args.baseline:
         ratio = medians["confined"] / medians[str(checkout)]
         fastest = min(figures["confined"]) / min(figures[str(checkout)])

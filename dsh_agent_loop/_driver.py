@@ -197,6 +197,9 @@ def _close_turn(agent: Agent, state: _TurnState, end: TurnEnd) -> None:
     if state.unlogged:  # taken for this turn but never admitted: say so, so none is pending forever
         session.append(InboxClearedEvent(ids=state.unlogged))
         state.unlogged = []
+    events = agent.ctx.events
+    if events.has_listeners("agent/turn-end"):
+        events.notify_sync("agent/turn-end", agent=agent, turn=state.turn, reason=end)
     session.append(TurnEndEvent(turn=state.turn, reason=end))
 
 
@@ -235,6 +238,13 @@ async def _turn_body(
     check(signal)
     if admitted == 0:
         return TurnEnd("rejected")
+    if events.has_listeners("agent/turn-gate"):
+        with interrupts:  # a listener may block: cancel() must reach it
+            gate = await events.serial("agent/turn-gate", agent=agent, turn=state.turn)
+        check(signal)
+        if isinstance(gate, ContinuationStop):
+            state.terminal = True
+            return TurnEnd("stopped", reason=gate.reason)
     return await _steps(agent, state, interrupts)
 
 

@@ -8,6 +8,19 @@ from dsh_core.host._harness import PluginInfo as PluginInfo
 from dsh_core.host._harness import installed_plugins as installed_plugins
 from dsh_core.host._markers import hookimpl as hookimpl
 from dsh_core.host._markers import hookspec as hookspec
+from dsh_core.persistence import PersistenceError as PersistenceError
+from dsh_core.persistence import RepairReport as RepairReport
+from dsh_core.persistence import SessionAccessError as SessionAccessError
+from dsh_core.persistence import SessionConflictError as SessionConflictError
+from dsh_core.persistence import SessionCorruptError as SessionCorruptError
+from dsh_core.persistence import SessionFencedError as SessionFencedError
+from dsh_core.persistence import SessionFormatError as SessionFormatError
+from dsh_core.persistence import SessionInfo as SessionInfo
+from dsh_core.persistence import SessionInUseError as SessionInUseError
+from dsh_core.persistence import SessionNotFoundError as SessionNotFoundError
+from dsh_core.persistence import SessionWriteError as SessionWriteError
+from dsh_core.persistence import StoredSession as StoredSession
+from dsh_core.persistence import StoreUnavailableError as StoreUnavailableError
 from dsh_core.services._persistence import LoadedSessionLike as LoadedSessionLike
 from dsh_core.services._persistence import SessionPersistence as SessionPersistence
 from dsh_core.services.agents import agent_events as agent_events
@@ -106,17 +119,30 @@ __all__ = [
     "Message",
     "MissingServiceError",
     "PendingApproval",
+    "PersistenceError",
     "PluginError",
     "PluginInfo",
     "Reasoning",
     "Reject",
+    "RepairReport",
     "Retry",
     "ScopeDisposedError",
     "Session",
+    "SessionAccessError",
+    "SessionConflictError",
+    "SessionCorruptError",
     "SessionEvent",
+    "SessionFencedError",
+    "SessionFormatError",
+    "SessionInUseError",
+    "SessionInfo",
     "SessionMeta",
+    "SessionNotFoundError",
     "SessionPersistence",
+    "SessionWriteError",
+    "StoreUnavailableError",
     "StoredLogError",
+    "StoredSession",
     "SubagentError",
     "SubagentProvider",
     "SubagentRefusedError",

@@ -21,6 +21,7 @@ from dsh_core.host._markers import hookspec
 if TYPE_CHECKING:
     from dsh_core.services.approvals import ApprovalAnswer, PendingApproval
     from dsh_core.services.sessions import Session
+    from dsh_core.session_log._catalogue import TurnEnd
     from dsh_core.session_log._event import SessionEvent
     from dsh_core.vocabulary._agent_types import Agent
     from dsh_core.vocabulary._content import AssistantMessage, Message, UserMessage
@@ -92,6 +93,16 @@ def dsh_agent_session_prefix(agent: Agent, prefix: tuple[Message, ...]) -> tuple
 
 
 @hookspec(mode="serial", subject="agent")
+def dsh_agent_turn_gate(agent: Agent, turn: int) -> ContinuationStop | None:
+    """Once per turn, after its prompts were admitted and before its first step (no model call yet).
+
+    Return ``ContinuationStop(reason)`` to end the turn ``stopped`` without any step (a budget
+    already spent); ``None`` lets it run. The first result wins. Not consulted for a turn whose
+    every prompt was blocked (it ends ``rejected``).
+    """
+
+
+@hookspec(mode="serial", subject="agent")
 def dsh_agent_pre_step(agent: Agent, turn: int, step: int, prefix: tuple[Message, ...], signal: CancelSignal) -> None:
     """Before each step, outside it: the place to change the surface (compaction)."""
 
@@ -128,6 +139,16 @@ def dsh_agent_turn_continuation(
 @hookspec(mode="serial", subject="agent")
 def dsh_agent_turn_stop(agent: Agent, decision: ContinuationDecision, turn: int, step: int) -> ContinuationStop | None:
     """After every step: return ``ContinuationStop(reason)`` to end the turn ``stopped``."""
+
+
+@hookspec(mode="notify", subject="agent", sync=True)
+def dsh_agent_turn_end(agent: Agent, turn: int, reason: TurnEnd) -> None:
+    """A turn is closing with ``reason``; its ``turn/end`` is appended right after.
+
+    The last moment to log into the turn (a listener may append to the session: a summary of the
+    turn, such as ``budget/usage``). Fired for every turn that started, whatever ended it (cancel
+    and disposal included), synchronously: listeners are plain ``def``.
+    """
 
 
 @hookspec(mode="notify", subject="agent")

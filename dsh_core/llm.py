@@ -10,6 +10,7 @@ from dsh_core.vocabulary._llm_types import LlmAdapter as LlmAdapter
 from dsh_core.vocabulary._llm_types import LlmCallConfig as LlmCallConfig
 from dsh_core.vocabulary._llm_types import LlmRequest as LlmRequest
 from dsh_core.vocabulary._llm_types import ModelInfo as ModelInfo
+from dsh_core.vocabulary._llm_types import Prices as Prices
 from dsh_core.vocabulary._llm_types import ReasoningDelta as ReasoningDelta
 from dsh_core.vocabulary._llm_types import TextDelta as TextDelta
 from dsh_core.vocabulary._llm_types import ToolCallDelta as ToolCallDelta
@@ -28,6 +29,7 @@ __all__ = [
     "LlmCallConfig",
     "LlmRequest",
     "ModelInfo",
+    "Prices",
     "ReasoningDelta",
     "TextDelta",
     "ToolCallDelta",

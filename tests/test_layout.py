@@ -49,9 +49,10 @@ def test_no_private_core_import_outside_the_core(path: pathlib.Path) -> None:
 
 
 def test_folders_name_the_parts() -> None:
-    """The vocabulary, the session log, the host, tool definition and the services each have a folder."""
+    """The vocabulary, the session log, the host, tool definition, the services and what every persistence
+    backend shares each have a folder."""
     core = ROOT / "dsh_core"
     folders = {path.name for path in core.iterdir() if (path / "__init__.py").is_file()}
-    assert folders == {"vocabulary", "session_log", "host", "tools", "services", "testing"}
+    assert folders == {"vocabulary", "session_log", "host", "tools", "services", "persistence", "testing"}
     loose = {path.name for path in core.glob("*.py")}
     assert loose == {"__init__.py", "__main__.py", "_catalog_doc.py", "hookspecs.py", "llm.py"}

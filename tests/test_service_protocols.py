@@ -10,8 +10,11 @@ import inspect
 from typing import Any
 
 import pytest
+from dsh_persistence_jsonl import JsonlSessionStore
+from dsh_persistence_postgres import PostgresSessionStore
+from dsh_persistence_sqlite import SqliteSessionStore
 
-from dsh_core import Context, Harness
+from dsh_core import Context, Harness, SessionPersistence
 from dsh_core.services import (
     AgentRegistry,
     AgentsService,
@@ -60,6 +63,13 @@ def default_views(ctx: Context) -> tuple[object, ...]:
     agents: AgentsService = AgentRegistry(ctx).bind(ctx)
     subagents: SubagentsService = SubagentRegistry().bind(ctx)
     return sessions, llm, tools, system_prompt, agents, subagents
+
+
+def persistence_backends(
+    jsonl: JsonlSessionStore, postgres: PostgresSessionStore, sqlite: SqliteSessionStore
+) -> tuple[SessionPersistence, ...]:
+    """mypy: every persistence backend's store satisfies the one store Protocol, read and write sides."""
+    return jsonl, postgres, sqlite
 
 
 def members(protocol: type) -> dict[str, Any]:
@@ -125,3 +135,14 @@ async def test_a_replacement_that_satisfies_the_protocol_is_what_the_context_see
     async with Harness(config, autoload=False, plugins=[FixedPromptPlugin()]) as ctx:
         prompt: SystemPromptService = ctx.system_prompt
         assert prompt.render(await prompt.assemble()) == "You are fixed."
+
+
+@pytest.mark.parametrize("store", [JsonlSessionStore, PostgresSessionStore, SqliteSessionStore])
+def test_every_persistence_backend_has_every_member_of_the_store_protocol(store: type) -> None:
+    """The read side and the write side, with the Protocol's parameters and the same async-ness."""
+    expected = {name: value for side in SessionPersistence.__mro__[1:3] for name, value in members(side).items()}
+    assert set(expected) >= {"load", "read", "list", "repair", "follow", "publish", "flush", "close"}
+    for member, declared in expected.items():
+        actual = inspect.getattr_static(store, member)
+        assert parameters(actual) == parameters(declared), f"{store.__name__}.{member}"
+        assert inspect.iscoroutinefunction(actual) == inspect.iscoroutinefunction(declared), member

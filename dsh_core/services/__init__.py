@@ -2,6 +2,8 @@
 
 from ._persistence import LoadedSessionLike as LoadedSessionLike
 from ._persistence import SessionPersistence as SessionPersistence
+from ._persistence import SessionStoreReader as SessionStoreReader
+from ._persistence import SessionStoreWriter as SessionStoreWriter
 from ._prompt_errors import MalformedPromptReferenceError as MalformedPromptReferenceError
 from ._prompt_errors import MissingPromptValueError as MissingPromptValueError
 from ._prompt_errors import PromptRenderError as PromptRenderError
@@ -86,6 +88,8 @@ __all__ = [
     "SessionMeta",
     "SessionPersistence",
     "SessionStore",
+    "SessionStoreReader",
+    "SessionStoreWriter",
     "SessionsPlugin",
     "SessionsService",
     "SubagentError",

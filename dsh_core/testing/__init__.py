@@ -1,4 +1,5 @@
-"""The test kit that ships with dsh: a scripted model, an adapter conformance check, helpers for
+"""The test kit that ships with dsh: a scripted model, an adapter conformance check, a persistence
+backend conformance check (``check_session_store``), helpers for
 tool plugins (one call through the real pipeline, processes that must be gone), the replay of a
 recorded session as a test, and pytest fixtures."""
 
@@ -17,11 +18,14 @@ from dsh_core.testing._replay import replay_session as replay_session
 from dsh_core.testing._replay_compare import Divergence as Divergence
 from dsh_core.testing._scripted import Reply as Reply
 from dsh_core.testing._scripted import ScriptedModel as ScriptedModel
+from dsh_core.testing._store_kit import STORE_CASES as STORE_CASES
+from dsh_core.testing._store_kit import check_session_store as check_session_store
 from dsh_core.testing._tools import call_tool as call_tool
 from dsh_core.testing._tools import result_text as result_text
 
 __all__ = [
     "DEFAULT_MODEL_INFO",
+    "STORE_CASES",
     "ConformanceScript",
     "Divergence",
     "RecordingError",
@@ -32,6 +36,7 @@ __all__ = [
     "assert_replay_matches",
     "call_tool",
     "check_llm_adapter",
+    "check_session_store",
     "is_alive",
     "pids_running",
     "read_fifo",

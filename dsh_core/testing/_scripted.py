@@ -42,6 +42,7 @@ from dsh_core.vocabulary._llm_types import (
     FinishReason,
     LlmRequest,
     ModelInfo,
+    Prices,
     ReasoningDelta,
     TextDelta,
     ToolCallDelta,
@@ -144,6 +145,7 @@ class ScriptedModel:
     :param provider: the name to register it under (``ctx.llm.register_adapter(model.provider, model)``).
     :param checkpoints: yield to the event loop before each chunk, as a network stream does, so that a
         test can cancel mid-stream. Off by default: the script then streams without any await.
+    :param prices: the ``Prices`` that ``model_info`` reports (``None``: no cost is known).
 
     Every request is recorded in ``requests``. A ``stream()`` call with the script exhausted
     streams ``Finish("error", Failure(code="UNKNOWN"))`` and is counted in ``overruns``, so that
@@ -158,9 +160,10 @@ class ScriptedModel:
         context_window: int = 128_000,
         max_output_tokens: int = 8192,
         checkpoints: bool = False,
+        prices: Prices | None = None,
     ) -> None:
         self.provider = provider
-        self.info = ModelInfo(context_window, max_output_tokens)
+        self.info = ModelInfo(context_window, max_output_tokens, prices)
         self.checkpoints = checkpoints
         #: every request received, in order (the exhausted ones too)
         self.requests: list[LlmRequest] = []

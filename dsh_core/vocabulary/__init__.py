@@ -85,6 +85,7 @@ from ._llm_types import LlmCallConfig as LlmCallConfig
 from ._llm_types import LlmRequest as LlmRequest
 from ._llm_types import ModelInfo as ModelInfo
 from ._llm_types import PollableSignal as PollableSignal
+from ._llm_types import Prices as Prices
 from ._llm_types import ReasoningDelta as ReasoningDelta
 from ._llm_types import TextDelta as TextDelta
 from ._llm_types import ToolCallDelta as ToolCallDelta
@@ -148,6 +149,7 @@ __all__ = [
     "PollableSignal",
     "PostToolDecision",
     "PreToolDecision",
+    "Prices",
     "PromptDecision",
     "Reasoning",
     "ReasoningDelta",

@@ -50,6 +50,7 @@ __all__ = [
     "LlmRequest",
     "ModelInfo",
     "PollableSignal",
+    "Prices",
     "ReasoningDelta",
     "TextDelta",
     "ToolCallDelta",
@@ -141,6 +142,16 @@ def _optional_number(value: object) -> float | None:
         return float(value)
     msg = f"expected a number or None, got {type(value).__name__}"
     raise TypeError(msg)
+
+
+def _number(value: object) -> float:
+    """Converter: a finite number as a float (an int is accepted; a bool or None is not)."""
+    if value is None:
+        msg = "expected a number, got None"
+        raise TypeError(msg)
+    number = _optional_number(value)
+    assert number is not None
+    return number
 
 
 _non_negative_number: Final = attrs.validators.optional(attrs.validators.ge(0))
@@ -601,13 +612,60 @@ _REQUEST_JSON: Final = ObjectCodec(
 _REQUEST_JSON.install_to_json()
 
 
+def _price(instance: object, attribute: attrs.Attribute[Any], value: float | None) -> None:
+    if value is not None and value < 0:
+        msg = f"{_where(instance, attribute)} must be a price >= 0 per million tokens, got {value}"
+        raise ValueError(msg)
+
+
+@attrs.frozen
+class Prices:
+    """What a model costs, in currency units per million tokens (the currency of the price table).
+
+    Cached input tokens (``Usage.cache_read_tokens``) cost ``cached_input`` when it is given, else
+    ``input``; ``cost(usage)`` is the one computation every part uses (budgets, the CLI).
+    """
+
+    input: float = attrs.field(converter=_number, validator=_price, metadata=json_field(minimum=0.0))
+    output: float = attrs.field(converter=_number, validator=_price, metadata=json_field(minimum=0.0))
+    cached_input: float | None = attrs.field(
+        default=None, converter=_optional_number, validator=_price, metadata=json_field(minimum=0.0)
+    )
+
+    def cost(self, usage: Usage) -> float:
+        """What ``usage`` cost: uncached input, cached input and output, each at its price."""
+        cached = min(usage.cache_read_tokens, usage.input_tokens)
+        cached_price = self.input if self.cached_input is None else self.cached_input
+        return (
+            (usage.input_tokens - cached) * self.input + cached * cached_price + usage.output_tokens * self.output
+        ) / 1_000_000
+
+    def to_json(self) -> dict[str, Any]:
+        return _PRICES_JSON.encode_plain(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], *, field: str = "prices") -> Prices:
+        """Read Prices from JSON. :raises VocabularyError: naming the bad field."""
+        value: Prices = _PRICES_JSON.read(data, field)
+        return value
+
+
+_PRICES_JSON: Final = ObjectCodec(Prices)
+_PRICES_JSON.install_to_json()
+
+
 @attrs.frozen
 class ModelInfo:
-    """What the harness needs to know about a model: its context window and output limit, in tokens."""
+    """What the harness needs to know about a model: its context window and output limit, in
+    tokens, and its ``prices`` when they are known (``None``: no cost can be computed)."""
 
     context_window: int = attrs.field(validator=_positive, metadata=json_field(minimum=1))
     max_output_tokens: int = attrs.field(validator=_positive, metadata=json_field(minimum=1))
-
+    prices: Prices | None = attrs.field(
+        default=None,
+        validator=attrs.validators.optional(attrs.validators.instance_of(Prices)),
+        metadata=json_field(omit_default=True),  # a model without prices writes the JSON it always did
+    )
 
     def to_json(self) -> dict[str, Any]:
         return _MODEL_INFO_JSON.encode_plain(self)

@@ -1,8 +1,13 @@
-"""The two backends under the persistence contract, behind one small interface for the tests."""
+"""The three backends under the persistence contract, behind one small interface for the tests."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import os
+import sqlite3
+import struct
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -13,10 +18,13 @@ import anyio
 import anyio.to_thread
 import dsh_persistence_jsonl
 import dsh_persistence_postgres
+import dsh_persistence_sqlite
 import psycopg
 from dsh_persistence_postgres._schema import LOCK_SEED, Statements
+from dsh_persistence_sqlite._owners import lock_offset
 from psycopg import sql
 
+import dsh_core.persistence
 from dsh_core import AgentOptions, Context, Harness, SessionEvent
 from dsh_core.testing import ScriptedModel
 
@@ -39,6 +47,10 @@ class Backend:
         raise NotImplementedError
 
     def plugin(self) -> object:
+        raise NotImplementedError
+
+    def make(self, directory: Path) -> tuple[object, dict[str, Any]]:
+        """``check_session_store``'s ``make``: a plugin and its table for a fresh store in ``directory``."""
         raise NotImplementedError
 
     def config(self, *, batch_delay: float | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -102,6 +114,9 @@ class JsonlBackend(Backend):
     def plugin(self) -> object:
         return dsh_persistence_jsonl.PersistencePlugin()
 
+    def make(self, directory: Path) -> tuple[object, dict[str, Any]]:
+        return self.plugin(), {"root": str(directory / "sessions"), "batch_delay": self.default_delay}
+
     def path(self, session_id: str) -> Path:
         return self.root / dsh_persistence_jsonl.escape_id(session_id) / "session.jsonl"
 
@@ -143,6 +158,11 @@ class PostgresBackend(Backend):
 
     def plugin(self) -> object:
         return dsh_persistence_postgres.PersistencePlugin()
+
+    def make(self, directory: Path) -> tuple[object, dict[str, Any]]:
+        """A schema of its own per store (named from the directory), on the test's server."""
+        schema = f"kit_{abs(hash(str(directory))):x}"
+        return self.plugin(), {"dsn": self.dsn, "schema": schema, "batch_delay": self.default_delay}
 
     def query(self, text: str, *args: object) -> list[tuple[Any, ...]]:
         """Run SQL against the test's schema (``{s}`` names it)."""
@@ -205,3 +225,75 @@ class PostgresBackend(Backend):
             tables.append("dsh_damaged")
         union = " UNION ALL ".join(f"SELECT 1 FROM {{s}}.{table}" for table in tables)
         return not self.query(union)
+
+
+class SqliteBackend(Backend):
+    name = "persistence-sqlite"
+    #: the core's errors: this backend defines none of its own
+    errors = dsh_core.persistence
+    plugin_path = "dsh_persistence_sqlite:PersistencePlugin"
+    default_delay = 0.05
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def table(self, **overrides: Any) -> dict[str, Any]:
+        return {"path": str(self.path), **overrides}
+
+    def plugin(self) -> object:
+        return dsh_persistence_sqlite.PersistencePlugin()
+
+    def make(self, directory: Path) -> tuple[object, dict[str, Any]]:
+        return self.plugin(), {"path": str(directory / "sessions.db"), "batch_delay": self.default_delay}
+
+    def query(self, text: str, *args: object) -> list[tuple[Any, ...]]:
+        with contextlib.closing(sqlite3.connect(self.path, isolation_level=None)) as conn:
+            return conn.execute(text, args).fetchall()
+
+    def stored(self, session_id: str) -> list[SessionEvent]:
+        return [
+            SessionEvent.from_json({"type": kind, "seq": seq, "time": time, "data": json.loads(data)})
+            for seq, kind, time, data in self.raw(session_id)  # type: ignore[misc]
+        ]
+
+    def raw(self, session_id: str) -> list[object]:
+        """``(seq, type, time, data text)`` of each stored event row, in seq order."""
+        if not self.path.exists():
+            return []
+        return list(
+            self.query("SELECT seq, type, time, data FROM dsh_events WHERE session_id = ? ORDER BY seq", session_id)
+        )
+
+    def damage(self, session_id: str, seq: int, event_type: str, data: dict[str, Any]) -> None:
+        self.query(
+            "UPDATE dsh_events SET type = ?, data = ? WHERE session_id = ? AND seq = ?",
+            event_type,
+            json.dumps(data),
+            session_id,
+            seq,
+        )
+
+    def backed_up(self, session_id: str, report: Any) -> list[object]:
+        assert "dsh_damaged" in str(report.backup)
+        return list(
+            self.query("SELECT seq, type, time, data FROM dsh_damaged WHERE session_id = ? ORDER BY seq", session_id)
+        )
+
+    def is_empty(self) -> bool:
+        if not self.path.exists():
+            return True
+        tables = ("dsh_sessions", "dsh_events", "dsh_damaged")
+        return not any(self.query(f"SELECT 1 FROM {table} LIMIT 1") for table in tables)
+
+    async def wait_released(self, session_id: str) -> None:
+        await anyio.to_thread.run_sync(self._wait_released, session_id, abandon_on_cancel=True)
+
+    def _wait_released(self, session_id: str) -> None:
+        """Take the session's byte of the owners file, waiting for the holder's end (the kernel's own wait)."""
+        flock = struct.Struct("=hh4xqqi4x")
+        offset = lock_offset(session_id)
+        fd = os.open(f"{self.path}-owners", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.fcntl(fd, fcntl.F_OFD_SETLKW, flock.pack(fcntl.F_WRLCK, os.SEEK_SET, offset, 1, 0))
+        finally:
+            os.close(fd)  # drops the lock

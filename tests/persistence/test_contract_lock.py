@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -110,42 +109,3 @@ async def test_resume_refused_while_the_holder_lives_and_allowed_after_sigkill(
         await backend.wait_released("shared")
     async with backend.harness() as ctx, await ctx.agents.resume("shared") as handle:
         assert [event.type for event in handle.agent.session.events] == ["note/holder"]
-
-
-async def test_second_harness_in_this_process_is_refused(backend: Backend) -> None:
-    """Two harnesses of one process on one store exclude each other too."""
-    async with backend.harness() as first, backend.harness() as second:
-        session = await first.sessions.create("mine")
-        await first.sessions.flush(session)
-        with pytest.raises(backend.errors.SessionInUseError, match="this process") as caught:
-            await second.session_persistence.load("mine")
-        assert caught.value.pid == os.getpid()
-
-
-async def test_load_keeps_the_lock_for_the_resume(backend: Backend) -> None:
-    """Between load() and the resume nobody else can take the session; stopping lets it go."""
-    async with backend.harness() as ctx:
-        session = await ctx.sessions.create("reserved")
-        session.append("note/added", {})
-    async with backend.harness() as first:
-        await first.session_persistence.load("reserved")
-        async with backend.harness() as second:
-            with pytest.raises(backend.errors.SessionInUseError):
-                await second.session_persistence.load("reserved")
-        await first.session_persistence.load("reserved")  # the holder itself may load again
-    async with backend.harness() as third:
-        await third.session_persistence.load("reserved")  # released when `first` stopped
-
-
-async def test_release_gives_the_reservation_back(backend: Backend) -> None:
-    """release() after load() lets another harness load the session."""
-    async with backend.harness() as ctx:
-        await ctx.sessions.create("given-back")
-    async with backend.harness() as first, backend.harness() as second:
-        await first.session_persistence.load("given-back")
-        first.session_persistence.release("given-back")
-        await first.session_persistence.load("given-back")  # taken again by the same store: kept
-        first.session_persistence.release("given-back")
-        with anyio.fail_after(10):  # release() never blocks: the lock may still be on its way back
-            await backend.wait_released("given-back")
-        await second.session_persistence.load("given-back")

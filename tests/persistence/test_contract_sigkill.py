@@ -166,6 +166,7 @@ async def fork_server(backend: Backend) -> AsyncIterator[ForkServer]:
             process.kill()
 
 
+@pytest.mark.timeout(180)  # 50 children started, killed and resumed: a minute on a loaded 2-core machine
 async def test_no_accepted_send_is_lost_over_50_sigkills(backend: Backend, anyio_backend: str) -> None:
     """Over 50 SIGKILLs of busy agents: no seq is stored twice; every send whose flush returned is stored, and
     so is every send that returned more than 0.2 s before the kill; each log then loads, repaired, and resumes

@@ -3,7 +3,7 @@
 ``ChatController`` owns the harness context and the current agent; an agent-scoped listener
 (``_AgentView``) turns that agent's session events into screen output, and ``ChatScreen`` (``_screen``)
 does the terminal. Commands: /help, /exit, /new, /resume ID, /sessions, /model [NAME], /mode MODE,
-/compact (when a compaction plugin is loaded), /reasoning.
+/compact (when a compaction plugin is loaded), /reasoning, /cost.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ from ._render import (
 )
 from ._screen import ChatScreen, file_history
 from ._sessions import print_history, stored_sessions
-from ._usage import Usage, price_of
+from ._usage import Usage, prices_from
 
 if TYPE_CHECKING:
     from dsh_core import Context
@@ -77,6 +77,7 @@ _HELP = (
     ("/compact", "compact the conversation now (needs a compaction plugin)"),
     ("/reasoning", "show the last reasoning in full"),
     ("/last", "show the last tool output in full"),
+    ("/cost", "tokens and cost of this turn and of the session"),
     ("/exit", "leave (also Ctrl-D, or Ctrl-C twice on an empty prompt)"),
 )
 
@@ -90,6 +91,7 @@ class _AgentView:
 
     @hookimpl
     def dsh_session_event(self, event: SessionEvent) -> None:
+        self._chat.usage.observe(event)
         if event.type == InboxClearedEvent.type:
             ids = event.data.get("ids")
             self._chat.cleared([str(ident) for ident in ids] if isinstance(ids, tuple | list) else [])
@@ -124,8 +126,9 @@ class ChatController:
         self.handle: AgentHandle | None = None
         self.last_reasoning = ""
         self._reasoning_open = False
-        self.usage = Usage()
-        self.prices = config.get("plugins.cli.prices", {})
+        self.prices_of = prices_from(ctx)
+        #: the current session's tokens and cost, folded from its log
+        self.usage = Usage(self.prices_of)
         #: the last tool call and its whole output, for /last
         self.last_output: tuple[str, str] | None = None
         self._calls: dict[str, str] = {}
@@ -161,6 +164,7 @@ class ChatController:
 
         self.handle = await open_agent(self.ctx, model=self.model, cwd=self.cwd, resume=resume, setup=setup)
         session = self.handle.agent.session
+        self.usage = Usage.from_events(session.events, self.prices_of)
         if resume is not None:
             self._print_history(tuple(session.events))
         cwd = session.meta.cwd or str(self.cwd)
@@ -228,7 +232,6 @@ class ChatController:
                 screen.print(Text("  (interrupted)", style="dim"))
         elif isinstance(note, UsageNote):
             screen.add_tokens(note.input_tokens, note.output_tokens)
-            self.usage.add(note.input_tokens, note.output_tokens, price_of(self.prices, self.model))
         elif isinstance(note, ToolStarted):
             self._end_reasoning()
             screen.print(tool_call_line(note.name, note.arguments))
@@ -249,7 +252,11 @@ class ChatController:
             screen.print(Text(f"✗ prompt blocked: {note.reason}", style="red"))
         elif isinstance(note, TurnEnded):
             self._end_reasoning()
-            screen.print(turn_end_line(note.reason, seconds=screen.elapsed, tokens=screen.tokens))
+            line = turn_end_line(note.reason, seconds=screen.elapsed, tokens=screen.tokens)
+            cost = self.usage.turn_cost_text()
+            if cost is not None:
+                line.append(f"  {cost}", style="dim")
+            screen.print(line)
 
     def cleared(self, ids: list[str]) -> None:
         """``inbox/cleared``: steering the model never saw was dropped (a cancel): say so, and put it back."""
@@ -345,6 +352,9 @@ class ChatController:
                 await self._compact()
             elif name == "/last":
                 self._last()
+            elif name == "/cost":
+                for line in self.usage.report():
+                    screen.print(Text(line, style="dim"))
             elif name == "/reasoning":
                 if self.last_reasoning:
                     screen.print(Text(self.last_reasoning.strip(), style="dim italic"))
@@ -376,7 +386,7 @@ class ChatController:
             parts.append(f"context {share}")
         cost = self.usage.cost_text()
         if cost is not None:
-            parts.append(cost)
+            parts.append(f"session {cost}")
         parts.append("/help")
         return " · ".join(parts)
 
@@ -514,7 +524,10 @@ async def chat_command(config: EffectiveConfig, *, cwd: Path, resume: str | None
                     tasks.cancel_scope.cancel()
             finally:
                 resumable = chat.resumable()
+                summary = chat.usage.summary(chat.session_id)
                 await chat.close()
+    if summary is not None:
+        Console(highlight=False).print(Text(summary, style="dim"))
     if resumable is not None:
         Console(highlight=False).print(Text(f"resume with `dsh chat --resume {resumable}`", style="dim"))
     return int(ExitCode.OK)

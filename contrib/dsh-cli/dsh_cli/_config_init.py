@@ -34,11 +34,8 @@ model = "{DEFAULT_MODEL}"
 # [plugins.openai.providers.local]
 # base_url = "http://127.0.0.1:8080/v1"
 # models = {{ qwen3 = {{ context_window = 32768, max_output_tokens = 8192 }} }}
-#
-# what a model costs, to show a session's cost (dollars per million tokens):
-# [plugins.cli.prices."deepseek/deepseek-v4-flash"]
-# input = 0.27
-# output = 1.10
+# what it costs per million tokens, to show a session's cost (built-in models have their prices):
+# models = {{ qwen3 = {{ context_window = 32768, max_output_tokens = 8192, input_price = 0.2, output_price = 0.6 }} }}
 """
 
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from ._approval import Approver
 
-__all__ = ["CliConfig", "CliPlugin", "ModelPrice", "ReasoningDisplay"]
+__all__ = ["CliConfig", "CliPlugin", "ReasoningDisplay"]
 
 #: How ``dsh chat`` shows the model's reasoning: one dim summary line per block (``/reasoning``
 #: expands the last one), the whole text dimmed, or nothing.
@@ -35,14 +35,6 @@ def _model_string(instance: object, attribute: attrs.Attribute[Any], value: str)
 
 
 @attrs.frozen(kw_only=True)
-class ModelPrice:
-    """What a model costs, in dollars per million tokens (``[plugins.cli.prices."provider/model"]``)."""
-
-    input: float = attrs.field(validator=attrs.validators.ge(0))
-    output: float = attrs.field(validator=attrs.validators.ge(0))
-
-
-@attrs.frozen(kw_only=True)
 class CliConfig:
     """The ``[plugins.cli]`` table."""
 
@@ -52,8 +44,6 @@ class CliConfig:
     reasoning: ReasoningDisplay = "collapsed"
     #: render answers as Markdown in ``dsh chat``, and in ``dsh run`` when stdout is a terminal
     markdown: bool = True
-    #: prices per model string, to show what a session cost
-    prices: dict[str, ModelPrice] = attrs.field(factory=dict)
 
 
 class CliPlugin:

@@ -39,7 +39,6 @@ from ._render import (
     ToolFinished,
     ToolStarted,
     TurnEnded,
-    UsageNote,
     describe_call,
     describe_reason,
     retry_line,
@@ -47,7 +46,7 @@ from ._render import (
     tool_result_line,
 )
 from ._stdout import json_line, silence_stdout
-from ._usage import Usage, price_of
+from ._usage import Usage, prices_from
 
 if TYPE_CHECKING:
     from dsh_core import Context, ToolExecution
@@ -90,10 +89,8 @@ class RunOutput:
         self._wrote_text = False
         self._out_is_terminal = out.isatty()
         self._max_attempts = max_attempts
-        #: tokens and cost of this run's requests
+        #: tokens and cost of this run's requests (priced once the harness is up)
         self.usage = Usage()
-        #: ``(input, output)`` dollars per million tokens, when configured for the model
-        self.price: tuple[float, float] | None = None
         self._blocks = MarkdownBlocks()
         #: where Markdown is rendered (``None``: plain text)
         self._console = Console(file=out, highlight=False) if markdown and not json_lines else None
@@ -111,6 +108,7 @@ class RunOutput:
     def dsh_session_event(self, event: SessionEvent) -> None:
         if self.broken:
             return
+        self.usage.observe(event)
         try:
             self._event(event)
         except BrokenPipeError:
@@ -146,8 +144,6 @@ class RunOutput:
                 self._clear_spinner()
                 self._err.print(tool_result_line(note))
                 self._wait("waiting for the model")
-            elif isinstance(note, UsageNote):
-                self.usage.add(note.input_tokens, note.output_tokens, self.price)
             elif isinstance(note, RetryNote):
                 self._before_stderr()
                 self._err.print(retry_line(note, self._max_attempts))
@@ -319,7 +315,6 @@ async def run_command(
         max_attempts=max_attempts(config),
     )
     model = config.model
-    output.price = price_of(config.get("plugins.cli.prices", {}), model)
     prompter = _QuietWhileAsking(prompter, output)
     received: list[int] = []
     waiting = anyio.CancelScope()
@@ -329,6 +324,7 @@ async def run_command(
 
     async with open_harness(config, plugins=[CliPlugin(SessionApproval(prompter))]) as ctx:
         check_model(ctx, model, config)
+        output.usage = Usage(prices_from(ctx))
         async with await open_agent(ctx, model=model, cwd=cwd, resume=resume, setup=setup) as handle:
             agent = handle.agent
             session_id = agent.id

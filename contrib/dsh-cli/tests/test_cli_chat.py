@@ -348,12 +348,14 @@ def test_answers_are_rendered_as_markdown(chat: Any, llm: FakeLlm) -> None:
 def test_status_line_last_output_and_resume_hint(
     project: Path, dsh_env: dict[str, str], llm: FakeLlm
 ) -> None:
-    """The status line shows context-window use and the cost (prices configured); /last expands the tool
-    output; leaving names how to resume."""
+    """The status line shows context-window use and the session's cost (the model table's prices), the turn's
+    line its cost; /last expands the tool output; /cost tells both; leaving prints the session's usage and how
+    to resume."""
     toml = project / "dsh.toml"
     toml.write_text(
-        toml.read_text(encoding="utf-8")
-        + '\n[plugins.cli.prices."local/fake"]\ninput = 1000.0\noutput = 2000.0\n',
+        toml.read_text(encoding="utf-8").replace(
+            "max_output_tokens = 4096 }", "max_output_tokens = 4096, input_price = 1000.0, output_price = 2000.0 }"
+        ),
         encoding="utf-8",
     )
     (project / "long.txt").write_text("".join(f"row {n}\n" for n in range(1, 8)), encoding="utf-8")
@@ -370,11 +372,16 @@ def test_status_line_last_output_and_resume_hint(
         terminal.wait_for("(+6 lines)")
         terminal.wait_for("Seven rows.")
         # 12 input tokens of a 32768 window; 2 requests of 12 in, 5 out at $1000/$2000 per million
-        terminal.wait_for("context 0% of 32k · $0.0440")
+        terminal.wait_for("context 0% of 32k · session $0.0440")
+        assert "tokens)  $0.0440" in terminal.text()  # the turn's line
         child.sendline("/last")
         terminal.wait_for("row 7")
         assert "row 4" in terminal.text()
+        child.sendline("/cost")
+        terminal.wait_for("this turn: ↑24 ↓10 tokens · $0.0440")
+        terminal.wait_for("this session (1 turns): ↑24 ↓10 tokens · $0.0440")
         child.sendline("/exit")
+        terminal.wait_for(f"session {session}: ↑24 ↓10 tokens · $0.0440")
         terminal.wait_for(f"resume with `dsh chat --resume {session}`")
     finally:
         child.close(force=True)

@@ -160,12 +160,15 @@ def test_no_terminal_tells_the_model_nobody_was_asked(
 def test_the_cost_is_shown_when_prices_are_configured(
     llm: FakeLlm, project: Path, dsh_env: dict[str, str]
 ) -> None:
-    """With a price for the model, the last stderr line says what the run cost (12 in, 5 out tokens)."""
+    """With a price for the model (the openai model table's), the last stderr line says what the run cost
+    (12 in, 5 out tokens)."""
     llm.text("Cheap.")
     done = run_dsh(
         "run",
         "--set",
-        'cli.prices."local/fake"={ input = 1000.0, output = 2000.0 }',
+        "openai.providers.local.models.fake.input_price=1000.0",
+        "--set",
+        "openai.providers.local.models.fake.output_price=2000.0",
         "hi",
         cwd=project,
         env=dsh_env,

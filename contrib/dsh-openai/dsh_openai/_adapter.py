@@ -15,6 +15,8 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+import attrs
+
 from dsh_core.llm import Chunk, Failure, Finish, LlmRequest, ModelInfo
 
 from ._config import Dialect, ProviderSettings
@@ -25,6 +27,7 @@ from ._errors import (
     failure_from_exception,
     failure_from_status,
 )
+from ._price_registry import registry_prices
 from ._request import DEEPSEEK_ALIASES, build_body, plan_call, resolve_model
 from ._stream import StreamParser
 
@@ -60,6 +63,7 @@ class OpenAIAdapter:
         api_key_env: str | None = None,
         dialect: Dialect = "compatible",
         models: Mapping[str, ModelInfo] | None = None,
+        price_registry: bool = True,
     ) -> None:
         self._settings = ProviderSettings(
             name=provider,
@@ -68,6 +72,9 @@ class OpenAIAdapter:
             dialect=dialect,
             models=MappingProxyType(dict(models or {})),
         )
+        self._price_registry = price_registry
+        #: models whose prices were looked up in the registry (the table had none)
+        self._priced: dict[str, ModelInfo] = {}
         self._client: httpx.AsyncClient | None = None
         self._make_client: Callable[[], httpx.AsyncClient] | None = None
         if callable(client):
@@ -105,7 +112,10 @@ class OpenAIAdapter:
         return self._settings.endpoint
 
     def model_info(self, model: str) -> ModelInfo:
-        """The context window and output limit of ``model`` (a retired DeepSeek alias is resolved).
+        """The context window, output limit and prices of ``model`` (a retired DeepSeek alias is resolved).
+
+        Prices come from the table (``input_price``, ``output_price``, ``cached_input_price``), else
+        (with ``price_registry``) from the genai-prices registry, looked up once per model.
 
         :raises UnknownModelError: the configuration lists no such model; the message names the
             known ones and the config key that adds one.
@@ -113,7 +123,14 @@ class OpenAIAdapter:
         resolved, _ = resolve_model(self._settings, model)
         info = self._settings.models.get(resolved)
         if info is not None:
-            return info
+            if info.prices is not None or not self._price_registry:
+                return info
+            priced = self._priced.get(resolved)
+            if priced is None:
+                settings = self._settings
+                prices = registry_prices(settings.name, settings.base_url, resolved)
+                priced = self._priced[resolved] = info if prices is None else attrs.evolve(info, prices=prices)
+            return priced
         known = tuple(sorted(self._settings.models))
         if self._settings.dialect == "deepseek":
             known += tuple(

@@ -10,6 +10,11 @@ The table (SPEC §8)::
     base_url = "http://127.0.0.1:8080/v1"
     models = { qwen3 = { context_window = 32768, max_output_tokens = 8192 } }
 
+    [plugins.openai.providers.local.models.qwen3]   # prices per million tokens (optional)
+    input_price = 0.2
+    cached_input_price = 0.02
+    output_price = 0.6
+
     [plugins.openai.providers.deepseek]        # a built-in provider, overridden key by key
     models = { deepseek-v4-pro = { max_output_tokens = 65536 } }
 
@@ -26,7 +31,7 @@ from typing import Any, Final, Literal, TypeAlias
 import attrs
 
 from dsh_core import ConfigError
-from dsh_core.llm import ModelInfo
+from dsh_core.llm import ModelInfo, Prices
 
 __all__ = [
     "BUILTIN_PROVIDERS",
@@ -52,6 +57,12 @@ def _positive_int(instance: object, attribute: attrs.Attribute[Any], value: int 
         raise ValueError(msg)
 
 
+def _price(instance: object, attribute: attrs.Attribute[Any], value: float | None) -> None:
+    if value is not None and not 0 <= value < float("inf"):
+        msg = f"{attribute.name} must be a price >= 0 per million tokens, got {value}"
+        raise ValueError(msg)
+
+
 def _positive_seconds(instance: object, attribute: attrs.Attribute[Any], value: float) -> None:
     if not value > 0:
         msg = f"{attribute.name} must be a positive number of seconds, got {value}"
@@ -60,12 +71,22 @@ def _positive_seconds(instance: object, attribute: attrs.Attribute[Any], value: 
 
 @attrs.frozen(kw_only=True)
 class ModelConfig:
-    """One model's limits in tokens. Both are required for a model that is not built in."""
+    """One model's limits in tokens (both required for a model that is not built in) and its prices.
+
+    Prices are in currency units per million tokens (the built-in ones in US dollars);
+    ``input_price`` and ``output_price`` go together; ``cached_input_price`` is optional.
+    """
 
     #: tokens the model can attend to (prompt and output together)
     context_window: int | None = attrs.field(default=None, validator=_positive_int)
     #: the largest ``max_tokens`` the model accepts
     max_output_tokens: int | None = attrs.field(default=None, validator=_positive_int)
+    #: what a million input tokens cost
+    input_price: float | None = attrs.field(default=None, validator=_price)
+    #: what a million cached input tokens cost (default: ``input_price``)
+    cached_input_price: float | None = attrs.field(default=None, validator=_price)
+    #: what a million output tokens cost
+    output_price: float | None = attrs.field(default=None, validator=_price)
 
 
 @attrs.frozen(kw_only=True)
@@ -92,6 +113,9 @@ class OpenAIConfig:
     timeout: float = attrs.field(default=300.0, validator=_positive_seconds)
     #: seconds to wait for the TCP/TLS connection
     connect_timeout: float = attrs.field(default=10.0, validator=_positive_seconds)
+    #: look up the prices of a model with none in the table in the ``genai-prices`` registry
+    #: (its data ships with the package: no network)
+    price_registry: bool = True
 
 
 @attrs.frozen(kw_only=True)
@@ -110,29 +134,45 @@ class ProviderSettings:
         return f"{self.base_url.rstrip('/')}/chat/completions"
 
 
-def _builtin(base_url: str, key: str, dialect: Dialect, models: dict[str, tuple[int, int]]) -> ProviderConfig:
+def _builtin(
+    base_url: str, key: str, dialect: Dialect, models: dict[str, tuple[int, int, float, float, float]]
+) -> ProviderConfig:
     return ProviderConfig(
         base_url=base_url,
         api_key_env=key,
         dialect=dialect,
-        models={name: ModelConfig(context_window=c, max_output_tokens=o) for name, (c, o) in models.items()},
+        models={
+            name: ModelConfig(
+                context_window=c, max_output_tokens=o, input_price=i, output_price=out, cached_input_price=cached
+            )
+            for name, (c, o, i, out, cached) in models.items()
+        },
     )
 
 
-#: The providers every configuration starts from.
+#: The providers every configuration starts from: (context window, max output tokens, and the list
+#: prices in US dollars per million tokens: input, output, cached input), as the providers publish
+#: them (checked against genai-prices' data of 2026-11). DeepSeek's peak-hour rates are not modelled.
 BUILTIN_PROVIDERS: Final[Mapping[str, ProviderConfig]] = MappingProxyType(
     {
         "deepseek": _builtin(
             "https://api.deepseek.com",
             "DEEPSEEK_API_KEY",
             "deepseek",
-            {"deepseek-v4-flash": (1_000_000, 384_000), "deepseek-v4-pro": (1_000_000, 384_000)},
+            {
+                "deepseek-v4-flash": (1_000_000, 384_000, 0.15, 0.6, 0.003),
+                "deepseek-v4-pro": (1_000_000, 384_000, 0.66, 1.98, 0.022),
+            },
         ),
         "openai": _builtin(
             "https://api.openai.com/v1",
             "OPENAI_API_KEY",
             "openai",
-            {"gpt-5": (400_000, 128_000), "gpt-5-mini": (400_000, 128_000), "gpt-4.1": (1_047_576, 32_768)},
+            {
+                "gpt-5": (400_000, 128_000, 1.25, 10.0, 0.125),
+                "gpt-5-mini": (400_000, 128_000, 0.25, 2.0, 0.025),
+                "gpt-4.1": (1_047_576, 32_768, 2.0, 8.0, 0.5),
+            },
         ),
     }
 )
@@ -142,26 +182,34 @@ def _merge(base: ProviderConfig, override: ProviderConfig) -> ProviderConfig:
     models = dict(base.models)
     for name, given in override.models.items():
         known = models.get(name)
-        models[name] = (
-            given
-            if known is None
-            else ModelConfig(
-                context_window=given.context_window
-                if given.context_window is not None
-                else known.context_window,
-                max_output_tokens=(
-                    given.max_output_tokens
-                    if given.max_output_tokens is not None
-                    else known.max_output_tokens
-                ),
-            )
-        )
+        models[name] = given if known is None else _merge_model(known, given)
     return ProviderConfig(
         base_url=override.base_url if override.base_url is not None else base.base_url,
         api_key_env=override.api_key_env if override.api_key_env is not None else base.api_key_env,
         dialect=override.dialect if override.dialect is not None else base.dialect,
         models=models,
     )
+
+
+def _merge_model(known: ModelConfig, given: ModelConfig) -> ModelConfig:
+    """``given``'s keys over ``known``'s, key by key."""
+    values = {
+        field.name: getattr(given, field.name) if getattr(given, field.name) is not None else getattr(known, field.name)
+        for field in attrs.fields(ModelConfig)
+    }
+    return ModelConfig(**values)
+
+
+def _prices(model: ModelConfig, at: str) -> Prices | None:
+    """The table's prices of a model, or ``None`` when it gives none."""
+    if model.input_price is None and model.output_price is None:
+        if model.cached_input_price is not None:
+            raise _refuse(f"{at}.cached_input_price", "needs input_price and output_price beside it")
+        return None
+    if model.input_price is None or model.output_price is None:
+        missing = "input_price" if model.input_price is None else "output_price"
+        raise _refuse(f"{at}.{missing}", "input_price and output_price go together; give both")
+    return Prices(model.input_price, model.output_price, model.cached_input_price)
 
 
 def _refuse(path: str, problem: str) -> ConfigError:
@@ -204,7 +252,7 @@ def resolve_providers(config: OpenAIConfig) -> dict[str, ProviderSettings]:
             if limits.max_output_tokens > limits.context_window:
                 msg = f"max_output_tokens ({limits.max_output_tokens}) exceeds context_window ({limits.context_window})"
                 raise _refuse(at, msg)
-            models[model] = ModelInfo(limits.context_window, limits.max_output_tokens)
+            models[model] = ModelInfo(limits.context_window, limits.max_output_tokens, _prices(limits, at))
         resolved[name] = ProviderSettings(
             name=name,
             base_url=provider.base_url,

@@ -48,6 +48,7 @@ class OpenAIPlugin:
                 api_key_env=settings.api_key_env,
                 dialect=settings.dialect,
                 models=settings.models,
+                price_registry=config.price_registry,
             )
             ctx.llm.register_adapter(settings.name, adapter)
 

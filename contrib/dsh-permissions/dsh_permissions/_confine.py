@@ -14,15 +14,20 @@ here (a ``Profile``), and this module turns a command into the argv that runs it
           --remount-ro / --chdir <workspace>
           -- [prlimit --nproc=N+1:N+1 --] <argv>                                  (not root)
 
+or, as root where pid_max cannot hold the cap, preceded by ``/bin/sh -c 'echo 0 > "$0" && exec "$@"'
+<cgroup.procs>``: the command's own pids cgroup (``_cgroup``), entered before bwrap starts.
+
 Nothing else of the host is mounted: ``/run``, ``/var/run``, the host's ``/tmp`` and
 ``/var/tmp`` and home directories (where Unix sockets live) do not exist inside.
 
 As root the process cap is the pid namespace's own ``pid_max`` (RLIMIT_NPROC never limits uid
-0). bwrap writes it while it sets the sandbox up, before the command starts: ``--file FD`` copies
-the number from a pipe that the sandbox filled and hands to bwrap as descriptor ``FD`` (the
-workspace passes it on: ``Confinement.pass_fds``) into ``pid_max``, reached through the host's
-``/proc`` that bwrap still holds at ``/oldroot`` then; the value belongs to the pid namespace of
-the writer, bwrap's init. ``/proc/sys`` is read-only inside, so the command cannot raise it again
+0), or, below the kernel's floor for it (``PID_MAX_FLOOR``) or before Linux 6.14, the
+``pids.max`` of a cgroup made for the command. bwrap writes the pid_max while it sets the sandbox
+up, before the command starts: ``--file FD`` copies the number from a pipe that the sandbox filled
+and hands to bwrap as descriptor ``FD`` (the workspace passes it on: ``Confinement.pass_fds``)
+into ``pid_max``, reached through the host's ``/proc`` that bwrap still holds at ``/oldroot``
+then; the value belongs to the pid namespace of the writer, bwrap's init. ``/proc/sys`` is
+read-only inside, so the command cannot raise it again
 (nor change any other kernel setting: a sysctl write needs only euid 0, no capability).
 
 Each mount costs bwrap a read of the whole mount table, so a hidden path is mounted over only
@@ -40,16 +45,20 @@ from typing import Final, Literal, TypeAlias
 
 import attrs
 
+from ._cgroup import MOVE_AND_EXEC
+
 __all__ = [
     "DEFAULT_HIDDEN",
     "GUARANTEES",
     "PID_MAX_FLOOR",
+    "PID_MAX_LEAST_CAP",
     "SYSTEM_DIRS",
     "Guarantee",
     "Profile",
     "confined_argv",
     "hidden_paths",
     "pid_max_for",
+    "pids_max_for",
     "system_mounts",
 ]
 
@@ -87,6 +96,10 @@ DEFAULT_HIDDEN: Final = (
 PID_MAX_FLOOR: Final = 301
 #: pid_max leaves room for the command's processes and pid 0 (never handed out) and bwrap's init (pid 1).
 _PID_MAX_OVERHEAD: Final = 2
+#: the fewest processes a pid_max can hold a command to: the floor, less pid 0 and bwrap's init
+PID_MAX_LEAST_CAP: Final = PID_MAX_FLOOR - _PID_MAX_OVERHEAD
+#: a command's cgroup also holds bwrap and its init (pid 1 of the sandbox)
+_CGROUP_OVERHEAD: Final = 2
 #: where bwrap, while it sets the sandbox up, sees the host's /proc (a path below its new root)
 _PID_MAX_PATH: Final = "/../oldroot/proc/sys/kernel/pid_max"
 
@@ -101,8 +114,9 @@ class Profile:
     #: no nested user namespace (``--disable-userns``, bubblewrap 0.8)
     disable_userns: bool = True
     #: how ``max_processes`` is enforced: RLIMIT_NPROC counted in the sandbox's user namespace
-    #: (not root), the pid namespace's pid_max (root: RLIMIT_NPROC never limits uid 0), or not at all
-    process_cap: Literal["rlimit", "pid-max"] | None = "rlimit"
+    #: (not root), the pid namespace's pid_max (root: RLIMIT_NPROC never limits uid 0), a pids
+    #: cgroup of the command's own (root, where pid_max cannot hold the cap), or not at all
+    process_cap: Literal["rlimit", "pid-max", "cgroup"] | None = "rlimit"
     #: ``prlimit``'s absolute path (rlimit)
     helper: tuple[str, ...] = ()
 
@@ -119,6 +133,11 @@ class Profile:
 def pid_max_for(max_processes: int) -> int:
     """The pid_max that lets a command run ``max_processes`` processes at once (never below the kernel's floor)."""
     return max(max_processes + _PID_MAX_OVERHEAD, PID_MAX_FLOOR)
+
+
+def pids_max_for(max_processes: int) -> int:
+    """The ``pids.max`` of a command's cgroup: its processes, bwrap's init and bwrap itself."""
+    return max_processes + _CGROUP_OVERHEAD
 
 
 def hidden_paths(extra: Iterable[str], home: str) -> tuple[str, ...]:
@@ -191,6 +210,7 @@ def confined_argv(
     system: Sequence[str] | None = None,
     network: bool = False,
     pid_max_fd: int | None = None,
+    cgroup_procs: str | None = None,
 ) -> list[str]:
     """``argv`` run in ``cwd`` (the workspace, writable when ``writable``) inside the sandbox ``profile`` allows.
 
@@ -198,6 +218,7 @@ def confined_argv(
     directories (those present) are shown read-only, after the private ``/tmp`` and home, so that
     they may lie there (``~/.rustup``).
     ``pid_max_fd`` (the pid-max cap) is a descriptor bwrap inherits, holding ``pid_max_for(max_processes)``.
+    ``cgroup_procs`` (the cgroup cap) is the ``cgroup.procs`` of the command's pids cgroup.
     ``empty_file`` and ``empty_dir`` are what a hidden file or directory shows inside.
     """
     command = list(argv)
@@ -207,6 +228,9 @@ def confined_argv(
         command = [prlimit, f"--nproc={max_processes + 1}:{max_processes + 1}", "--", *command]
     elif profile.process_cap == "pid-max" and pid_max_fd is None:
         msg = "the pid-max process cap needs the descriptor that hands bwrap the pid_max (pid_max_fd)"
+        raise ValueError(msg)
+    elif profile.process_cap == "cgroup" and cgroup_procs is None:
+        msg = "the cgroup process cap needs the cgroup.procs of the command's cgroup (cgroup_procs)"
         raise ValueError(msg)
     # The namespaces that keep something from the command: not cgroup (slow to make; /sys is not
     # mounted) nor UTS (without a capability the hostname cannot be changed anyway).
@@ -238,4 +262,7 @@ def confined_argv(
     args += _hidden_mounts(hidden, (*SYSTEM_DIRS, *read_only, cwd), empty_file, empty_dir)
     # bwrap's own root (a tmpfs holding the mount points) becomes read-only; the mounts keep theirs.
     args += ["--remount-ro", "/", "--chdir", cwd, "--", *command]
+    if profile.process_cap == "cgroup":
+        # The shell enters the cgroup, then becomes bwrap: nothing of the command runs outside it.
+        return ["/bin/sh", "-c", MOVE_AND_EXEC, str(cgroup_procs), *args]
     return args

@@ -66,6 +66,7 @@ class PermissionsPlugin:
             run_as=self._run_as,
         )
         ctx.effect(sandbox.close)
+        sandbox.check_setting()  # a max_processes this host cannot enforce: refused (required) or warned about
         self._permissions, self._sandbox = permissions, sandbox
         ctx.provide("permissions", permissions)
         ctx.provide("workspace_policy", permissions)

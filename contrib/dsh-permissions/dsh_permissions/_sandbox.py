@@ -10,7 +10,10 @@ In full-access mode, or with ``sandbox = "off"``, commands run unconfined.
 What works here is probed once, by running ``cat /proc/self/status`` confined with every feature
 and then with fewer (bubblewrap may be missing or old, the kernel may refuse user namespaces or
 be too old for a pid_max per namespace); the probe checks inside that ``CapEff`` is 0 and, as
-root, that ``pid_max`` is the one bwrap was handed. With
+root, that ``pid_max`` is the one bwrap was handed, or that the command is in its pids cgroup.
+As root, a ``max_processes`` below what pid_max can hold (299) needs that cgroup (``_cgroup``);
+where none can be made, the setting is refused when the plugin starts (``required``), or one
+warning says so (``auto``). With
 ``sandbox = "required"`` a command is refused unless every guarantee holds, with a message naming
 the missing ones; with ``auto`` it runs with what works (unconfined when nothing does) and one
 warning names what is missing.
@@ -31,8 +34,22 @@ import anyio
 import anyio.to_thread
 import attrs
 
+from dsh_core import ConfigError
+
+from ._cgroup import PidsCgroups
 from ._config import Mode, SandboxSetting
-from ._confine import GUARANTEES, Guarantee, Profile, confined_argv, hidden_paths, pid_max_for, system_mounts
+from ._confine import (
+    GUARANTEES,
+    PID_MAX_FLOOR,
+    PID_MAX_LEAST_CAP,
+    Guarantee,
+    Profile,
+    confined_argv,
+    hidden_paths,
+    pid_max_for,
+    pids_max_for,
+    system_mounts,
+)
 
 if TYPE_CHECKING:
     from dsh_core import ToolExecution
@@ -144,6 +161,10 @@ class BwrapSandbox:
         self._status: SandboxStatus | None = None
         self._probing: anyio.Event | None = None
         self._warned = False
+        #: guarantees a warning has named already (the start's, about the process cap)
+        self._told: set[Guarantee] = set()
+        #: the commands' pids cgroups, why there are none, or ``None``: not looked for yet
+        self._cgroups: PidsCgroups | str | None = None
         self._private: str | None = None
         self._system: tuple[str, ...] | None = None
 
@@ -164,6 +185,8 @@ class BwrapSandbox:
         private, self._private = self._private, None
         if private is not None:
             shutil.rmtree(private, ignore_errors=True)
+        if isinstance(self._cgroups, PidsCgroups):
+            self._cgroups.close()
 
     def _private_dir(self) -> str:
         """A directory with an empty, read-only file and directory: what hidden paths look like inside."""
@@ -181,9 +204,14 @@ class BwrapSandbox:
     def _confined(self, profile: Profile, argv: Sequence[str], *, cwd: str, writable: bool) -> Confinement:
         """``argv`` confined by ``profile``, with a fresh pipe holding the pid_max when the cap needs one."""
         private = self._private_dir()
-        pid_max_fd = None
+        pid_max_fd = cgroup_procs = None
         if profile.process_cap == "pid-max":
             pid_max_fd = _pipe_holding(b"%d\n" % pid_max_for(self._max_processes))
+        elif profile.process_cap == "cgroup":
+            cgroups = self._pids_cgroups()
+            if isinstance(cgroups, str):  # the probe found them; they cannot have gone
+                raise SandboxUnavailableError(f"the pids cgroup of the process cap is gone: {cgroups}")
+            cgroup_procs = cgroups.new(pids_max_for(self._max_processes))
         try:
             confined = confined_argv(
                 profile,
@@ -198,6 +226,7 @@ class BwrapSandbox:
                 read_only=self._read_only,
                 system=self._system_mounts(),
                 pid_max_fd=pid_max_fd,
+                cgroup_procs=cgroup_procs,
             )
         except BaseException:
             if pid_max_fd is not None:
@@ -221,23 +250,78 @@ class BwrapSandbox:
                 self._probing = None
         return self._status
 
+    def _pids_cgroups(self) -> PidsCgroups | str:
+        """The commands' pids cgroups, made on first use, or why this host has none."""
+        if self._cgroups is None:
+            self._cgroups = PidsCgroups.open()
+        return self._cgroups
+
+    def _pid_max_problem(self) -> str | None:
+        """Why, as root, a pid namespace's pid_max cannot hold ``max_processes`` here, or ``None``."""
+        kernel = _kernel()
+        if kernel < _PID_MAX_KERNEL:
+            return f"Linux {'.'.join(map(str, kernel))} has no pid_max per pid namespace (6.14 or later is needed)"
+        if self._max_processes < PID_MAX_LEAST_CAP:
+            return (
+                f"a pid namespace's pid_max cannot go below {PID_MAX_FLOOR} (the kernel's floor), "
+                f"which lets {PID_MAX_LEAST_CAP} processes run"
+            )
+        return None
+
+    def check_setting(self) -> None:
+        """Refuse (``required``) or warn once about (``auto``) a ``max_processes`` this host cannot enforce.
+
+        Called when the plugin starts. Only root's cap can fall short of the setting: below what
+        pid_max can hold, a pids cgroup is needed, and this looks for one now.
+
+        :raises ConfigError: when the sandbox is required and the cap cannot hold.
+        """
+        if self._setting == "off" or not self._as_root:
+            return
+        if self._max_processes >= PID_MAX_LEAST_CAP:
+            return
+        cgroups = self._pids_cgroups()
+        if isinstance(cgroups, PidsCgroups):
+            return
+        why = (
+            f"plugins.permissions.max_processes = {self._max_processes} cannot be enforced here: dsh runs as root, "
+            f"where RLIMIT_NPROC does not apply and {self._pid_max_problem()}, and no pids cgroup can be made for "
+            f"the commands ({cgroups})"
+        )
+        if self._setting == "required":
+            msg = (
+                f"{why}. Set max_processes to {PID_MAX_LEAST_CAP} or more, run dsh as a normal "
+                "user, or run it where it may make cgroups with the pids controller (a writable /sys/fs/cgroup); "
+                "sandbox = 'auto' runs commands with the cap that works"
+            )
+            raise ConfigError(msg, path="plugins.permissions.max_processes")
+        cap = f"at most {PID_MAX_LEAST_CAP} processes" if _kernel() >= _PID_MAX_KERNEL else "no cap on processes"
+        self._told.add("processes")
+        logger.warning("%s; commands run with %s (plugins.permissions.sandbox = 'auto')", why, cap)
+
     def _process_cap(self, bwrap: str) -> tuple[Profile, str | None]:
-        """The strongest profile this host may allow, and why it has no process cap (or ``None``)."""
+        """The strongest profile this host may allow, and why its process cap falls short (or ``None``)."""
         if not self._as_root:
             prlimit = shutil.which("prlimit")
             if prlimit is None:
                 return Profile(bwrap=bwrap, process_cap=None), "prlimit (util-linux) is not installed"
             return Profile(bwrap=bwrap, process_cap="rlimit", helper=(prlimit,)), None
         # RLIMIT_NPROC never applies to uid 0, even in a user namespace: as root the cap is the
-        # pid namespace's own pid_max, which exists from Linux 6.14 on.
-        kernel = _kernel()
-        if kernel < _PID_MAX_KERNEL:
-            why = (
-                f"dsh runs as root, and Linux {'.'.join(map(str, kernel))} has no pid_max per pid namespace "
-                "(6.14 or later is needed; RLIMIT_NPROC does not limit root)"
-            )
+        # pid namespace's own pid_max, which exists from Linux 6.14 on and cannot go below the
+        # kernel's floor, or else a pids cgroup of the command's own.
+        pid_max_problem = self._pid_max_problem()
+        if pid_max_problem is None:
+            return Profile(bwrap=bwrap, process_cap="pid-max"), None
+        cgroups = self._pids_cgroups()
+        if isinstance(cgroups, PidsCgroups):
+            return Profile(bwrap=bwrap, process_cap="cgroup"), None
+        why = (
+            f"dsh runs as root, where RLIMIT_NPROC does not apply and {pid_max_problem}, "
+            f"and no pids cgroup can be made ({cgroups})"
+        )
+        if _kernel() < _PID_MAX_KERNEL:
             return Profile(bwrap=bwrap, process_cap=None), why
-        return Profile(bwrap=bwrap, process_cap="pid-max"), None
+        return Profile(bwrap=bwrap, process_cap="pid-max"), why  # a cap, if not the one asked for
 
     async def _probe(self) -> SandboxStatus:
         executable = shutil.which(self._bwrap)
@@ -260,6 +344,7 @@ class BwrapSandbox:
             if candidate not in candidates:
                 candidates.append(candidate)
         problems: list[str] = [cap_problem] if cap_problem else []
+        short_cap: list[Guarantee] = ["processes"] if cap_problem else []
         for profile in candidates:
             outcome = await self._try(profile, private)
             if isinstance(outcome, str):
@@ -267,6 +352,7 @@ class BwrapSandbox:
                     problems.append(outcome)
                 continue
             missing = list(profile.missing())
+            missing += [guarantee for guarantee in short_cap if guarantee not in missing]
             if outcome != 0:
                 missing.insert(0, "capabilities")
                 problems.append(f"CapEff is {outcome:x} inside")
@@ -277,8 +363,11 @@ class BwrapSandbox:
 
     async def _try(self, profile: Profile, private: str) -> int | str:
         """Run the probe in ``profile``: the CapEff inside, or why it failed (the pid_max it sets included)."""
-        probe = ["cat", "/proc/self/status", "/proc/sys/kernel/pid_max"]
-        confinement = self._confined(profile, probe, cwd=private, writable=False)
+        probe = ["cat", "/proc/self/cgroup", "/proc/self/status", "/proc/sys/kernel/pid_max"]
+        try:
+            confinement = self._confined(profile, probe, cwd=private, writable=False)
+        except OSError as exc:  # the command's cgroup
+            return f"cannot make the probe's pids cgroup ({exc.strerror or exc})"
         before = _read_pid_max() if profile.process_cap == "pid-max" else None
         try:
             with anyio.move_on_after(_PROBE_LIMIT) as deadline:
@@ -308,6 +397,9 @@ class BwrapSandbox:
             seen = output.split()[-1] if output.split() else "nothing"
             if seen != expected:
                 return f"{profile.bwrap} did not set the sandbox's pid_max (it reads {seen}, not {expected})"
+        if profile.process_cap == "cgroup" and isinstance(self._cgroups, PidsCgroups):  # _confined made its cgroup
+            if f"{os.path.basename(self._cgroups.directory)}/c" not in output:
+                return f"the probe did not run in its pids cgroup (below {self._cgroups.directory})"
         found = _CAP_EFF.search(output)
         return int(found.group(1), 16) if found else -1
 
@@ -339,14 +431,15 @@ class BwrapSandbox:
                 raise SandboxUnavailableError(self.refusal(status))
             if not self._warned:
                 self._warned = True
+                untold = [guarantee for guarantee in status.missing if guarantee not in self._told]
                 if status.profile is None:
                     logger.warning(
                         "commands run without a sandbox: %s (plugins.permissions.sandbox = 'auto')", status.reason
                     )
-                else:
+                elif untold:
                     logger.warning(
                         "commands run in a sandbox without: %s; because %s (plugins.permissions.sandbox = 'auto')",
-                        "; ".join(GUARANTEES[guarantee] for guarantee in status.missing),
+                        "; ".join(GUARANTEES[guarantee] for guarantee in untold),
                         status.reason,
                     )
         profile = status.profile

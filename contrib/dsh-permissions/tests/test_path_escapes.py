@@ -10,10 +10,11 @@ opened. Each attempt asserts that nothing outside was read, written or listed.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -118,12 +119,26 @@ async def test_glob_and_grep_do_not_follow_symlinks_out(start: Start, ws: Path, 
     assert SECRET not in text(matches)
 
 
+@pytest.mark.parametrize("bwrap", ["as installed", "not installed"])
 async def test_symlinks_made_during_the_session_are_refused(
-    start: Start, ws: Path, outside: Path, bwrap_problem: str | None
+    start: Start,
+    ws: Path,
+    outside: Path,
+    bwrap: str,
+    path_without: Callable[..., str],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """A command makes symlinks out of the workspace (relative and absolute); the file tools then refuse them."""
+    """A command makes symlinks out of the workspace (relative and absolute); the file tools then refuse them.
+
+    In workspace-write, with the sandbox if this machine has bwrap, and where it has none (taken
+    off PATH here): then ``sandbox = "auto"`` runs the command unconfined, and the file tools
+    still refuse every path out of the workspace.
+    """
+    if bwrap == "not installed":
+        path_without("bwrap")
+    caplog.set_level(logging.WARNING, logger="dsh.permissions")
     command = f"ln -s ../outside made-dir && ln -s {outside}/secret.txt made-file && ln -s /etc made-etc; echo done=$?"
-    async with start(mode="full-access" if bwrap_problem else "workspace-write") as ctx:
+    async with start(mode="workspace-write", sandbox="auto") as ctx:
         made = await call(ctx, "bash", ws, command=command)
         assert "done=0" in text(made), text(made)
         results = [
@@ -138,6 +153,12 @@ async def test_symlinks_made_during_the_session_are_refused(
         assert refused(result), text(result)
     assert names(outside) == ["secret.txt"]
     assert content(outside / "secret.txt") == f"{SECRET}\n"
+    if bwrap == "not installed":
+        warnings = [r.getMessage() for r in caplog.records if r.name == "dsh.permissions"]
+        assert warnings == [
+            "commands run without a sandbox: bubblewrap ('bwrap') is not installed or not on PATH "
+            "(plugins.permissions.sandbox = 'auto')"
+        ]
 
 
 @contextlib.contextmanager

@@ -14,11 +14,11 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 import pytest
-from dsh_permissions import BwrapSandbox, Confinement, SandboxStatus, SandboxUnavailableError
-from dsh_permissions._confine import Profile, confined_argv, pid_max_for
+from dsh_permissions import BwrapSandbox, Confinement, SandboxStatus, SandboxUnavailableError, _cgroup
+from dsh_permissions._confine import Profile, confined_argv, pid_max_for, pids_max_for
 from dsh_workspace import Confined
 
-from dsh_core import CancelSignal, Context, ToolExecution, ToolResult
+from dsh_core import CancelSignal, ConfigError, Context, ToolExecution, ToolResult
 
 from .conftest import Start
 from .permissions_kit import call, is_alive, read_fifo, text, wait_gone
@@ -364,6 +364,85 @@ def test_confined_argv_as_root_caps_processes_with_pid_max() -> None:
                       empty_dir="/e.d", home=None)  # fmt: skip
     assert pid_max_for(5) == 301
     assert pid_max_for(350) == 352
+
+
+def test_confined_argv_below_the_pid_max_floor_enters_a_pids_cgroup_first() -> None:
+    """As root below what pid_max can hold, a shell enters the command's pids cgroup, then becomes bwrap."""
+    profile = Profile(bwrap="bwrap", process_cap="cgroup")
+    argv = confined_argv(
+        profile, ["x"], cwd="/w", writable=True, max_processes=40, hidden=[], empty_file="/e", empty_dir="/e.d",
+        home=None, cgroup_procs="/cg/c1/cgroup.procs",
+    )  # fmt: skip
+    assert argv[:6] == ["/bin/sh", "-c", 'echo 0 > "$0" && exec "$@"', "/cg/c1/cgroup.procs", "bwrap", "--unshare-pid"]
+    assert "--file" not in argv
+    assert "prlimit" not in argv
+    assert argv[-2:] == ["--", "x"]
+    with pytest.raises(ValueError, match="cgroup_procs"):
+        confined_argv(profile, ["x"], cwd="/w", writable=True, max_processes=40, hidden=[], empty_file="/e",
+                      empty_dir="/e.d", home=None)  # fmt: skip
+    assert pids_max_for(40) == 42  # bwrap and its init are in the cgroup too
+
+
+@pytest.fixture
+def no_pids_cgroup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """This host as one where no cgroup is mounted: the mount table the sandbox reads lacks them."""
+    mountinfo = tmp_path / "mountinfo"
+    lines = Path("/proc/self/mountinfo").read_text().splitlines(keepends=True)
+    mountinfo.write_text("".join(line for line in lines if not line.partition(" - ")[2].startswith("cgroup")))
+    monkeypatch.setattr(_cgroup, "MOUNTINFO", str(mountinfo))
+
+
+async def test_required_refuses_at_start_a_max_processes_that_root_cannot_enforce(
+    start: Start, no_pids_cgroup: None
+) -> None:
+    """As root, with no pids cgroup to be made, max_processes = 40 is below pid_max's floor: the harness does not start.
+
+    The message names the floor and why it matters; 299, the least pid_max holds, starts. A
+    normal user's cap is RLIMIT_NPROC, which holds any number: there the harness starts.
+    """
+    if os.geteuid() != 0:
+        async with start(sandbox="required", max_processes=40) as ctx:
+            assert ctx.sandbox.max_processes == 40
+        return
+    with pytest.raises(ConfigError) as raised:
+        async with start(sandbox="required", max_processes=40):
+            pytest.fail("the harness started")
+    assert raised.value.path == "plugins.permissions.max_processes"
+    message = str(raised.value)
+    assert "plugins.permissions.max_processes = 40 cannot be enforced here: dsh runs as root, where RLIMIT_NPROC does not apply and " in message
+    assert "301" in message, message
+    assert (
+        ", and no pids cgroup can be made for the commands (no cgroup hierarchy with the pids controller is mounted "
+        "here). Set max_processes to 299 or more, run dsh as a normal user, or run it where it may make cgroups"
+    ) in message
+    async with start(sandbox="required", max_processes=299) as ctx:
+        assert ctx.sandbox.max_processes == 299
+    async with start(sandbox="off", max_processes=40) as ctx:
+        assert ctx.sandbox.max_processes == 40
+
+
+async def test_auto_warns_once_at_start_when_root_cannot_enforce_max_processes(
+    start: Start, ws: Path, no_pids_cgroup: None, bwrap_problem: str | None, caplog: pytest.LogCaptureFixture
+) -> None:
+    """auto: one warning when the harness starts, naming the cap that holds instead (pid_max's 299); commands run."""
+    with caplog.at_level(logging.WARNING, logger="dsh.permissions"):
+        async with start(sandbox="auto", max_processes=40) as ctx:
+            at_start = [r.getMessage() for r in caplog.records if r.name == "dsh.permissions"]
+            first = await run(ctx, ws, "cat /proc/sys/kernel/pid_max")
+            await run(ctx, ws, "true")
+    warnings = [r.getMessage() for r in caplog.records if r.name == "dsh.permissions"]
+    if os.geteuid() != 0:  # RLIMIT_NPROC holds 40
+        assert at_start == []
+        return
+    assert len(at_start) == 1
+    assert at_start[0].startswith("plugins.permissions.max_processes = 40 cannot be enforced here: dsh runs as root")
+    if bwrap_problem is not None:  # then the sandbox's own warning: it cannot run at all
+        assert len(warnings) == 2
+        assert warnings[1].startswith("commands run without a sandbox")
+        return
+    assert at_start[0].endswith("; commands run with at most 299 processes (plugins.permissions.sandbox = 'auto')")
+    assert warnings == at_start  # not warned again when the first command runs
+    assert text(first).splitlines()[0] == "301"  # the cap that holds: pid_max at the kernel's floor
 
 
 async def test_wrap_hands_the_pid_max_on_a_fresh_pipe_that_the_bash_call_closes(

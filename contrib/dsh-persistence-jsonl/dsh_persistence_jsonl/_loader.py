@@ -19,20 +19,16 @@ Nothing is freed late but cycles, and the pause lasts one parse.
 
 from __future__ import annotations
 
-import gc
-import json
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final, NoReturn
+from typing import Final, NoReturn
 
 import attrs
 
-from dsh_core import EventDataError, FrozenDict, SessionEvent, StoredLogError, UserMessage
+from dsh_core import EventDataError, FrozenDict, SessionEvent, StoredLogError
 from dsh_core import repair_events as core_repair_events
+from dsh_core.persistence import decode_frozen, gc_paused, loads_strict, title_of
 from dsh_core.session_log import CheckedLog, TurnStartEvent, UserMessageEvent, check_log
-from dsh_core.vocabulary import frozen_trusted
 
 from ._errors import SessionCorruptError
 from ._format import Header, read_header
@@ -59,34 +55,11 @@ class StoredLog:
         return self.size - self.valid_size
 
 
-def _refuse_constant(name: str) -> NoReturn:
-    msg = f"{name} is not JSON (only finite numbers are)"
-    raise ValueError(msg)
-
-
-def _loads(line: bytes) -> Any:
-    return json.loads(line, parse_constant=_refuse_constant)
-
-
-# The fast path. ``json`` guarantees what ``freeze_json`` would check of parsed text (str keys,
-# JSON scalars; NaN and Infinity are refused by ``parse_constant``), so each object is frozen as
-# the decoder builds it, bottom-up, instead of being copied again afterwards: arrays become tuples
-# and objects ``FrozenDict``s. A line the fast path does not take is re-read by the strict path
-# (``SessionEvent.from_json``), which says exactly what is wrong with it.
-
-
-def _tuple_of(items: list[Any]) -> tuple[Any, ...]:
-    return tuple([_tuple_of(item) if type(item) is list else item for item in items])
-
-
-def _freeze_object(obj: dict[str, Any]) -> FrozenDict:
-    for key, value in obj.items():
-        if type(value) is list:
-            obj[key] = _tuple_of(value)
-    return frozen_trusted(obj)
-
-
-_decode = json.JSONDecoder(object_hook=_freeze_object, parse_constant=_refuse_constant).decode
+_loads: Final = loads_strict
+# The fast path: each line is decoded straight into frozen values (``decode_frozen``); a line the
+# fast path does not take is re-read by the strict path (``SessionEvent.from_json``), which says
+# exactly what is wrong with it.
+_decode: Final = decode_frozen
 _ENVELOPE: Final = frozenset({"type", "seq", "time", "data"})
 
 
@@ -108,36 +81,13 @@ def _event(line: bytes, seq: int) -> SessionEvent | None:
         return None
 
 
-_gc_lock = threading.Lock()
-_gc_users = 0
-_gc_was_enabled = False
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause cyclic collection while building objects that all stay alive (nests across threads)."""
-    global _gc_users, _gc_was_enabled
-    with _gc_lock:
-        if _gc_users == 0:
-            _gc_was_enabled = gc.isenabled()
-            gc.disable()
-        _gc_users += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_users -= 1
-            if _gc_users == 0 and _gc_was_enabled:
-                gc.enable()
-
-
 def parse_log(path: Path, data: bytes) -> StoredLog:
     """Parse the bytes of ``path`` strictly, allowing only a torn tail, and check every event.
 
     :raises SessionCorruptError: naming ``path`` and the 1-based line (the header is line 1).
     :raises SessionFormatError: the header's format version is not ours.
     """
-    with _gc_paused():
+    with gc_paused():
         return _parse(path, data)
 
 
@@ -201,7 +151,9 @@ def _corrupt(
         f"before it with `dsh sessions repair <id>` (which keeps a backup of the file), or delete the "
         f"session"
     )
-    raise SessionCorruptError(msg, path=path, line=line, event_type=event_type, field=field)
+    raise SessionCorruptError(
+        msg, path=path, line=line, seq=line - 2 if line >= 2 else None, event_type=event_type, field=field
+    )
 
 
 # ---------------------------------------------------------------------- crash repair
@@ -225,7 +177,6 @@ def repair_events(events: Sequence[SessionEvent], path: Path) -> list[SessionEve
 
 _TURN_START: Final = b'{"type":"' + TurnStartEvent.type.encode() + b'",'
 _USER_MESSAGE: Final = b'{"type":"' + UserMessageEvent.type.encode() + b'",'
-_TITLE_LENGTH: Final = 80
 
 
 @attrs.frozen
@@ -268,9 +219,7 @@ def _title(body: bytes) -> str | None:
         return None
     stop = body.find(b"\n", at + 1)
     try:
-        parsed = _loads(body[at + 1 : stop])
-        message = UserMessage.from_json(parsed["data"]["message"])
+        event = SessionEvent.from_json(_loads(body[at + 1 : stop]))
     except (ValueError, KeyError, TypeError):
         return None
-    text = " ".join(message.text.split())
-    return text if len(text) <= _TITLE_LENGTH else text[: _TITLE_LENGTH - 1] + "…"
+    return title_of(event)

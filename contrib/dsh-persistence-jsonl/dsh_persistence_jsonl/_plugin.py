@@ -1,8 +1,8 @@
 """The ``persistence-jsonl`` plugin: its config, its hooks, and how it starts and stops.
 
-Starting provides the ``session_persistence`` service, follows the sessions already live, hooks
-``session/created``, ``session/event``, ``session/flush`` and ``session/disposed``, and runs the
-background writer. Stopping cancels the writer, then writes, fsyncs and closes every log.
+Starting hands the store to the core's wiring (``dsh_core.persistence.serve_session_store``): it
+becomes the ``session_persistence`` service, the core's session hooks follow every live session,
+and the background writer runs. Stopping cancels the writer, then writes, fsyncs and closes every log.
 """
 
 from __future__ import annotations
@@ -13,14 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from dsh_core import SessionEvent, hookimpl
+from dsh_core.persistence import serve_session_store
 
 from ._layout import default_root
 from ._store import JsonlSessionStore
 
 if TYPE_CHECKING:
     from dsh_core import Context
-    from dsh_core.services.sessions import Session
 
 __all__ = ["PersistenceConfig", "PersistencePlugin"]
 
@@ -54,40 +53,6 @@ class PersistenceConfig:
         return Path(self.root).expanduser().absolute()
 
 
-class _Hooks:
-    """The session hooks, bound to one running store."""
-
-    def __init__(self, store: JsonlSessionStore) -> None:
-        self._store = store
-
-    @hookimpl
-    async def dsh_session_created(self, session: Session) -> None:
-        await self._store.follow(session)
-
-    @hookimpl
-    def dsh_agent_created(self, agent: Any) -> None:
-        """Veto an agent whose session cannot be persisted (in use elsewhere, clashing with a stored one).
-
-        ``agent/created`` is the vetoing event: the create or resume rolls back and the caller gets
-        the reason, instead of an agent that runs and silently stores nothing.
-        """
-        problem = self._store.problem_of(agent.session)
-        if problem is not None:
-            raise problem
-
-    @hookimpl
-    def dsh_session_event(self, session: Session, event: SessionEvent) -> None:
-        self._store.publish(session, event)
-
-    @hookimpl
-    async def dsh_session_flush(self, session: Session) -> None:
-        await self._store.flush(session)
-
-    @hookimpl
-    async def dsh_session_disposed(self, session: Session) -> None:
-        await self._store.unfollow(session)
-
-
 class PersistencePlugin:
     """Entry point ``persistence-jsonl``: every session as an append-only JSONL file.
 
@@ -106,12 +71,4 @@ class PersistencePlugin:
     async def start(self, ctx: Context) -> None:
         config = ctx.config if isinstance(ctx.config, PersistenceConfig) else PersistenceConfig()
         store = self.store = JsonlSessionStore(config.root_path(), config.batch_delay)
-        ctx.provide("session_persistence", store)
-        ctx.register_plugin(_Hooks(store), name=f"{self.name}/hooks")
-        # Effects undo last-first: the writer is cancelled, then every log is drained and closed.
-        ctx.effect(store.close)
-        ctx.start_task(store.run_writer, name=f"{self.name}/writer")
-        sessions = ctx.get_service("sessions")
-        if sessions is not None:
-            for session in sessions.list():  # live before we started: follow them too
-                await store.follow(session)
+        await serve_session_store(ctx, store, name=self.name, tasks=[("writer", store.run_writer)])

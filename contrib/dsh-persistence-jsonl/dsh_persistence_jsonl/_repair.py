@@ -39,10 +39,11 @@ def _sound_prefix(path: Path, data: bytes) -> tuple[int, int | None, str | None,
         try:
             stored = parse_log(path, data[:keep])
         except SessionCorruptError as exc:
-            if exc.line <= 1:
+            line = exc.line or 1  # this backend names the line of every damage it reports
+            if line <= 1:
                 raise  # the header: there is nothing sound to keep
-            keep = _start_of_line(data, exc.line)
-            first, problem = exc.line, str(exc)
+            keep = _start_of_line(data, line)
+            first, problem = line, str(exc)
             continue
         return stored.valid_size if first is None else keep, first, problem, len(stored.events)
 
@@ -69,9 +70,7 @@ def cut_damaged(session_id: str, path: Path) -> RepairReport:
     data = path.read_bytes()
     keep, first, problem, events = _sound_prefix(path, data)
     if first is None:
-        return RepairReport(
-            id=session_id, path=path, backup=None, line=None, dropped_lines=0, dropped_bytes=0, events=events
-        )
+        return RepairReport(id=session_id, path=path, seq=None, dropped_events=0, events=events)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     backup = path.with_name(f"{BACKUP_PREFIX}{stamp}")
     counter = 1
@@ -97,7 +96,8 @@ def cut_damaged(session_id: str, path: Path) -> RepairReport:
         path=path,
         backup=backup,
         line=first,
-        dropped_lines=dropped.count(b"\n") + (0 if dropped.endswith(b"\n") or not dropped else 1),
+        seq=first - 2,
+        dropped_events=dropped.count(b"\n") + (0 if dropped.endswith(b"\n") or not dropped else 1),
         dropped_bytes=len(dropped),
         events=events,
         problem=problem,

@@ -27,6 +27,7 @@ import anyio.to_thread
 import attrs
 
 from dsh_core import SessionEvent
+from dsh_core.persistence import is_urgent
 
 from ._errors import (
     PersistenceError,
@@ -41,7 +42,7 @@ from ._loader import parse_log, repair_events, summarize_log
 from ._lock import SessionLock
 from ._repair import cut_damaged
 from ._types import LoadedSession, RepairReport, SessionInfo
-from ._writer import BatchWriter, Journal, Reservation, fsync_dir, is_urgent, sync_file
+from ._writer import BatchWriter, Journal, Reservation, fsync_dir, sync_file
 
 if TYPE_CHECKING:
     from dsh_core.services.sessions import Session

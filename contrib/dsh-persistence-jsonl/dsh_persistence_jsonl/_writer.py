@@ -7,7 +7,7 @@ it, so batches never interleave; ``fsync`` runs in a worker thread under the jou
 which also orders it against ``close``.
 
 Urgent events (SPEC §9.1: an accepted send or steer, a cancel's ``inbox/cleared``, context
-injected while idle; ``is_urgent``) skip the window, whatever ``batch_delay`` is: the listener
+injected while idle; ``dsh_core.persistence.is_urgent``) skip the window, whatever ``batch_delay`` is: the listener
 writes the journal's pending events at once, inside the ``append`` that published them, so
 they are in the OS's hands before ``send()`` returns and survive the process being killed; and
 the writer's sync loop starts their fsync at once, so they survive a power loss moments later.
@@ -33,13 +33,12 @@ import secrets
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import anyio
 import attrs
 
 from dsh_core import SessionEvent
-from dsh_core.session_log import ContextMessageEvent, InboxClearedEvent, InboxQueuedEvent
 
 from ._errors import PersistenceError, SessionConflictError, SessionWriteError
 from ._format import Header, encode_event, encode_header
@@ -50,19 +49,9 @@ from ._lock import SessionLock
 if TYPE_CHECKING:
     from dsh_core.services.sessions import Session
 
-__all__ = ["URGENT_TYPES", "BatchWriter", "Journal", "Reservation", "fsync_dir", "is_urgent", "sync_file"]
+__all__ = ["BatchWriter", "Journal", "Reservation", "fsync_dir", "sync_file"]
 
 logger = logging.getLogger("dsh.persistence_jsonl")
-
-#: event types written and fsynced at once, never batched: the durable inbox (SPEC §3, §9.1)
-URGENT_TYPES: Final = frozenset({InboxQueuedEvent.type, InboxClearedEvent.type})
-
-
-def is_urgent(session: Session, event: SessionEvent) -> bool:
-    """Whether ``event`` skips the batch window: an inbox record, or context injected between turns."""
-    kind = event.type
-    return kind in URGENT_TYPES or (kind == ContextMessageEvent.type and session.open_turn is None)
-
 
 @attrs.frozen
 class Reservation:

@@ -12,21 +12,19 @@ built stays alive, and the collections they would trigger cost a third of the re
 
 from __future__ import annotations
 
-import gc
 import json
-import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from typing import Any, Final, NoReturn
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Final
 
 import attrs
 import orjson
 
-from dsh_core import EventDataError, FrozenDict, SessionEvent, SessionMeta, UserMessage
-from dsh_core.session_log import CheckedLog, TurnStartEvent, UserMessageEvent, check_log
-from dsh_core.vocabulary import frozen_trusted
-
-from ._errors import SessionCorruptError
+from dsh_core import SessionEvent
+from dsh_core.persistence import check_stored_events as check_events
+from dsh_core.persistence import decode_event_row as decode_event
+from dsh_core.persistence import decode_event_rows as decode_rows
+from dsh_core.persistence import gc_paused, sound_prefix, title_of
+from dsh_core.session_log import TurnStartEvent, UserMessageEvent
 
 __all__ = [
     "Batch",
@@ -41,9 +39,6 @@ __all__ = [
     "sound_prefix",
     "summarize",
 ]
-
-_TITLE_LENGTH: Final = 80
-
 
 #: an event and its line of the write statement's text (``encode_line``), made when it was published
 Pending = tuple[SessionEvent, bytes]
@@ -116,134 +111,5 @@ def summarize(events: Sequence[SessionEvent], *, want_title: bool = True) -> tup
 
 
 def _title(event: SessionEvent) -> str | None:
-    data: Any = event.data
-    try:
-        message = UserMessage.from_json(data["message"])
-    except (ValueError, KeyError, TypeError):
-        return None
-    text = " ".join(message.text.split()).replace("\x00", "\ufffd")  # a text column holds no NUL
-    return text if len(text) <= _TITLE_LENGTH else text[: _TITLE_LENGTH - 1] + "…"
-
-
-def _refuse_constant(name: str) -> NoReturn:
-    msg = f"{name} is not JSON (only finite numbers are)"
-    raise ValueError(msg)
-
-
-def _tuple_of(items: list[Any]) -> tuple[Any, ...]:
-    return tuple([_tuple_of(item) if type(item) is list else item for item in items])
-
-
-def _freeze_object(obj: dict[str, Any]) -> FrozenDict:
-    for key, value in obj.items():
-        if type(value) is list:
-            obj[key] = _tuple_of(value)
-    return frozen_trusted(obj)
-
-
-_decode = json.JSONDecoder(object_hook=_freeze_object, parse_constant=_refuse_constant).decode
-
-
-def decode_rows(session_id: str, rows: Iterable[tuple[Any, ...]]) -> list[SessionEvent]:
-    """The events of ``rows`` (``seq, type, time, data`` text), which must number 0, 1, 2, ...
-
-    :raises SessionCorruptError: a gap or a malformed row, naming the session and the seq.
-    """
-    events: list[SessionEvent] = []
-    append = events.append
-    with gc_paused():
-        for index, (seq, kind, time, text) in enumerate(rows):
-            if seq != index:
-                _corrupt(session_id, index, f"the stored seqs jump from {index - 1} to {seq}")
-            append(decode_event(session_id, seq, kind, time, text))
-    return events
-
-
-def decode_event(session_id: str, seq: int, kind: str, time: float, text: str) -> SessionEvent:
-    """One stored row as an event. :raises SessionCorruptError: naming the session and the seq."""
-    try:
-        data = _decode(text)
-    except ValueError as exc:
-        _corrupt(session_id, seq, f"its data is not JSON ({exc})")
-    if type(data) is not FrozenDict:
-        _corrupt(session_id, seq, "its data is not a JSON object")
-    try:
-        return SessionEvent(kind, seq, time, data)
-    except (TypeError, ValueError) as exc:
-        _corrupt(session_id, seq, str(exc))
-
-
-def check_events(session_id: str, meta: SessionMeta, events: Sequence[SessionEvent]) -> CheckedLog:
-    """Every event through the checks of ``session.append`` (data rules, turns, surfaces), in order.
-
-    Returns what ``check_log`` returned, for the resume's ``prepare`` (so no event is checked twice).
-
-    :raises SessionCorruptError: for the first event refused, naming its seq, type and field.
-    """
-    try:
-        return check_log(session_id, meta, events)
-    except EventDataError as exc:
-        seq = exc.seq if exc.seq is not None else len(events) - 1
-        _corrupt(session_id, seq, str(exc), event_type=exc.event_type, field=exc.field or None)
-
-
-def sound_prefix(
-    session_id: str, meta: SessionMeta, rows: Iterable[tuple[Any, ...]]
-) -> tuple[list[SessionEvent], SessionCorruptError | None]:
-    """The events before the first row ``read`` refuses, and why it refuses it (``None``: all sound).
-
-    What ``repair`` keeps: rows are decoded in seq order up to the first gap or malformed row, then
-    the decoded events are checked as ``session.append`` would; the cut is at the first refusal.
-    """
-    events: list[SessionEvent] = []
-    problem: SessionCorruptError | None = None
-    with gc_paused():
-        for index, (seq, kind, time, text) in enumerate(rows):
-            try:
-                if seq != index:
-                    _corrupt(session_id, index, f"the stored seqs jump from {index - 1} to {seq}")
-                events.append(decode_event(session_id, seq, kind, time, text))
-            except SessionCorruptError as exc:
-                problem = exc
-                break
-    try:
-        check_events(session_id, meta, events)
-    except SessionCorruptError as exc:
-        del events[exc.seq :]
-        problem = exc
-    return events, problem
-
-
-def _corrupt(
-    session_id: str, seq: int, problem: str, *, event_type: str | None = None, field: str | None = None
-) -> NoReturn:
-    msg = (
-        f"session {session_id!r}: event {seq} cannot be read: {problem}; the stored log is damaged, so "
-        f"it is not repaired automatically and nothing was changed. Fix that row of dsh_events by hand, "
-        f"cut the log before it with `dsh sessions repair <id>` (which keeps the rows it drops in "
-        f"dsh_damaged), or delete the session"
-    )
-    raise SessionCorruptError(msg, session_id=session_id, seq=seq, event_type=event_type, field=field)
-
-
-_gc_lock = threading.Lock()
-_gc_users = 0
-_gc_was_enabled = False
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause cyclic collection while building objects that all stay alive (nests across threads)."""
-    global _gc_users, _gc_was_enabled
-    with _gc_lock:
-        if _gc_users == 0:
-            _gc_was_enabled = gc.isenabled()
-            gc.disable()
-        _gc_users += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_users -= 1
-            if _gc_users == 0 and _gc_was_enabled:
-                gc.enable()
+    title = title_of(event)
+    return None if title is None else title.replace("\x00", "\ufffd")  # a text column holds no NUL

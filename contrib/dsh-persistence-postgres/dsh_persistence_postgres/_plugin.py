@@ -2,9 +2,9 @@
 
 Nothing here imports the driver at module level; ``start`` does (see the package docstring).
 
-Starting resolves the DSN, connects, creates or checks the schema, provides the
-``session_persistence`` service, follows the sessions already live, hooks ``session/created``,
-``session/event``, ``session/flush`` and ``session/disposed``, and runs the background writer.
+Starting resolves the DSN, connects, creates or checks the schema, and hands the store to the core's
+wiring (``dsh_core.persistence.serve_session_store``): it becomes the ``session_persistence``
+service, the core's session hooks follow every live session, and the background writer runs.
 Stopping cancels the writer, commits what every session has pending, and closes the connections
 (which frees every session this process owned).
 """
@@ -18,12 +18,12 @@ import anyio
 import anyio.to_thread
 import attrs
 
-from dsh_core import SessionEvent, hookimpl
+from dsh_core.persistence import serve_session_store
 
 from ._errors import DatabaseError
 
 if TYPE_CHECKING:
-    from dsh_core import Context, Session
+    from dsh_core import Context
 
     from ._store import PostgresSessionStore
 
@@ -68,36 +68,6 @@ class PersistenceConfig:
     connections: int = attrs.field(default=4, validator=_connections)
 
 
-class _Hooks:
-    """The session hooks, bound to one running store."""
-
-    def __init__(self, store: PostgresSessionStore) -> None:
-        self._store = store
-
-    @hookimpl
-    async def dsh_session_created(self, session: Session) -> None:
-        await self._store.follow(session)
-
-    @hookimpl
-    def dsh_agent_created(self, agent: Any) -> None:
-        """Veto an agent whose session cannot be persisted (in use elsewhere, clashing with a stored one)."""
-        problem = self._store.problem_of(agent.session)
-        if problem is not None:
-            raise problem
-
-    @hookimpl
-    def dsh_session_event(self, session: Session, event: SessionEvent) -> None:
-        self._store.publish(session, event)
-
-    @hookimpl
-    async def dsh_session_flush(self, session: Session) -> None:
-        await self._store.flush(session)
-
-    @hookimpl
-    async def dsh_session_disposed(self, session: Session) -> None:
-        await self._store.unfollow(session)
-
-
 class PersistencePlugin:
     """Entry point ``persistence-postgres``: every session in a PostgreSQL database.
 
@@ -139,14 +109,9 @@ class PersistencePlugin:
                 raise DatabaseError(msg, target=target.name) from None
             raise
         store = self.store = PostgresSessionStore(db, config.batch_delay, connections=config.connections)
-        ctx.provide("session_persistence", store)
-        ctx.register_plugin(_Hooks(store), name=f"{self.name}/hooks")
-        # Effects undo last-first: the tasks are cancelled, then every session is committed and
-        # the connections closed.
-        ctx.effect(store.close)
-        ctx.start_task(store.run_writer, name=f"{self.name}/writer")
-        ctx.start_task(store.run_releases, name=f"{self.name}/releases")
-        sessions = ctx.get_service("sessions")
-        if sessions is not None:
-            for session in sessions.list():  # live before we started: follow them too
-                await store.follow(session)
+        await serve_session_store(
+            ctx,
+            store,
+            name=self.name,
+            tasks=[("writer", store.run_writer), ("releases", store.run_releases)],
+        )

@@ -27,6 +27,7 @@ import attrs
 import psycopg
 
 from dsh_core import SessionEvent, SessionMeta, StoredLogError, repair_events
+from dsh_core.persistence import BatchWriter, UrgentWriter, continues_log, is_urgent
 
 from ._codec import check_events, encode_line, encoded
 from ._database import Claim, Database, not_found
@@ -39,8 +40,7 @@ from ._errors import (
 )
 from ._owners import Owners
 from ._types import LoadedSession, RepairReport, SessionInfo
-from ._urgent import UrgentWriter
-from ._writer import BatchWriter, Journal, is_urgent
+from ._writer import Journal
 
 if TYPE_CHECKING:
     from dsh_core import Session
@@ -69,7 +69,7 @@ class PostgresSessionStore:
         self._limiter = anyio.CapacityLimiter(connections)
         self._owners = Owners(db, self._run)
         self._writer = BatchWriter(batch_delay)
-        self._urgent = UrgentWriter(connections)
+        self._urgent = UrgentWriter(connections, name="dsh-persistence-postgres")
         self._followed: dict[str, Journal] = {}
         self._reserved: dict[str, _Reservation] = {}
         self._closed = False
@@ -335,7 +335,7 @@ class PostgresSessionStore:
         session_id = session.id
         if reservation is not None:
             count, last = reservation.claim.count, reservation.last
-            if not self._continues(snapshot, count, last):
+            if not continues_log(snapshot, count, last):
                 self._owners.release_soon(session_id)
                 raise self._conflict(session_id, count)
             return reservation.claim
@@ -349,7 +349,7 @@ class PostgresSessionStore:
             if isinstance(created, Claim):
                 return created
             count, last = created
-            if not self._continues(snapshot, count, last):
+            if not continues_log(snapshot, count, last):
                 raise self._conflict(session_id, count)
             claim = await self._run(self._db.claim, session_id)
             if claim is None:  # deleted meanwhile: impossible while we hold the lock
@@ -358,10 +358,6 @@ class PostgresSessionStore:
         except BaseException:
             await self._owners.release(session_id)
             raise
-
-    @staticmethod
-    def _continues(snapshot: Sequence[SessionEvent], count: int, last: SessionEvent | None) -> bool:
-        return count <= len(snapshot) and (last is None or snapshot[count - 1] == last)
 
     def _conflict(self, session_id: str, count: int) -> SessionConflictError:
         msg = (

@@ -1,9 +1,10 @@
-"""The write path: one ``Journal`` per followed session, and the background ``BatchWriter``.
+"""The write path: one ``Journal`` per followed session, committed by the core's ``BatchWriter`` and
+``UrgentWriter`` (``dsh_core.persistence``).
 
 A journal buffers the events its session publishes (the ``session/event`` listener only appends
 to a list) and commits them as one fenced statement (``Database.append``) at the end of a batch
 window, at once for the records §9.1 makes durable without delay (``inbox/queued``,
-``inbox/cleared``, and context injected while idle: ``is_urgent``; the ``UrgentWriter``'s threads
+``inbox/cleared``, and context injected while idle: ``dsh_core.persistence.is_urgent``; the ``UrgentWriter``'s threads
 make that commit, without the event loop), or when the session is flushed. Every commit of a
 journal runs whole in one thread under the journal's mutex, so they never overlap and never
 overtake one another; the writer commits the journals of one window concurrently, as many as the
@@ -31,14 +32,13 @@ import functools
 import logging
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.to_thread
 import psycopg
 
 from dsh_core import SessionEvent
-from dsh_core.session_log import ContextMessageEvent, InboxClearedEvent, InboxQueuedEvent
 
 from ._codec import Pending, encoded
 from ._database import Claim, Database
@@ -47,19 +47,9 @@ from ._errors import PersistenceError, SessionWriteError
 if TYPE_CHECKING:
     from dsh_core import Session
 
-__all__ = ["URGENT", "BatchWriter", "Journal", "is_urgent"]
+__all__ = ["Journal"]
 
 logger = logging.getLogger("dsh.persistence_postgres")
-
-#: event types written at once, whatever ``batch_delay`` is (§9.1: accepted sends are durable)
-URGENT: Final = frozenset({InboxQueuedEvent.type, InboxClearedEvent.type})
-
-
-def is_urgent(session: Session, event: SessionEvent) -> bool:
-    """Whether ``event`` is committed at once: an inbox record, or context injected while idle (§9.1)."""
-    kind = event.type
-    return kind in URGENT or (kind == ContextMessageEvent.type and session.open_turn is None)
-
 
 class Journal:
     """The stored log of one live session: buffered events, the owner epoch, the failure state."""
@@ -279,46 +269,3 @@ class Journal:
     def __repr__(self) -> str:
         state = "broken" if self.broken else "closed" if self.closed else "open" if self.epoch else "new"
         return f"<Journal {self.session_id!r} {state} epoch={self.epoch} written={self.written} pending={len(self.pending)}>"
-
-
-class BatchWriter:
-    """The background writer: the first pending event opens a window of ``delay`` seconds, then
-    every journal with pending events is committed. (Urgent records do not wait for it: the
-    ``UrgentWriter`` commits them at once.)"""
-
-    def __init__(self, delay: float) -> None:
-        self.delay = delay
-        self._dirty: list[Journal] = []
-        self._wake = anyio.Event()
-        self._armed = False
-
-    def mark(self, journal: Journal) -> None:
-        """``journal`` has pending events (called from the ``session/event`` listener: cheap)."""
-        if not journal.dirty:
-            journal.dirty = True
-            self._dirty.append(journal)
-        if not self._armed:
-            self._armed = True
-            self._wake.set()
-
-    async def write_all(self) -> None:
-        """Commit every marked journal now (concurrently, as the pool allows)."""
-        dirty, self._dirty = self._dirty, []
-        for journal in dirty:
-            journal.dirty = False
-        if len(dirty) == 1:
-            await dirty[0].write()
-            return
-        async with anyio.create_task_group() as tg:
-            for journal in dirty:
-                tg.start_soon(journal.write)
-
-    async def run(self) -> None:
-        """Write batches until cancelled (the plugin stops; it drains what is left itself)."""
-        while True:
-            await self._wake.wait()
-            await anyio.sleep(self.delay)
-            # Events published from here on wake the next window.
-            self._wake = anyio.Event()
-            self._armed = False
-            await self.write_all()
