@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import attrs
 
-from dsh_core import AgentHandle, AgentOptions, DshError, Image, Text, UserMessage, hookimpl
+from dsh_core import AgentHandle, AgentOptions, Image, Text, UserMessage, hookimpl
 from dsh_core.llm import LlmCallConfig
+from dsh_core.persistence import SessionConflictError, SessionFencedError, SessionInUseError
 from dsh_core.session_log import InboxQueuedEvent, UserMessageEvent
 
 from ._errors import ApiError
@@ -30,9 +31,8 @@ if TYPE_CHECKING:
 
 __all__ = ["SessionDesk", "content_of", "knows_message", "new_session_id", "stored_model"]
 
-#: Persistence errors that mean "another process has this session" (each backend has its own
-#: classes until they share dsh_core's; a name is all they have in common).
-_IN_USE_ERRORS = frozenset({"SessionInUseError", "SessionConflictError", "SessionOwnedElsewhereError"})
+#: What a backend raises when another owner (process, host, harness) holds the session.
+_HELD_ELSEWHERE = (SessionInUseError, SessionConflictError, SessionFencedError)
 
 
 def new_session_id() -> str:
@@ -168,12 +168,10 @@ class SessionDesk:
                 handle = await self._ctx.agents.resume(
                     session_id, agent_options=AgentOptions(model=self.model), setup=_keep_stored_model
                 )
+            except _HELD_ELSEWHERE as exc:
+                raise ApiError(409, f"session {session_id!r} is in use elsewhere: {exc}") from exc
             except LookupError as exc:
                 raise ApiError(404, f"no session {session_id!r}: {exc}") from exc
-            except DshError as exc:
-                if type(exc).__name__ in _IN_USE_ERRORS:
-                    raise ApiError(409, f"session {session_id!r} is in use elsewhere: {exc}") from exc
-                raise
         self._handles[session_id] = handle
         resumed: Agent = handle.agent
         return resumed

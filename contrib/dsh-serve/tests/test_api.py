@@ -283,3 +283,22 @@ async def test_cors_is_off_unless_origins_are_listed(tmp_path: Path, served: Ser
     assert allowed.headers["access-control-allow-origin"] == "https://app.example"
     assert "access-control-allow-origin" not in other.headers
     assert "access-control-allow-credentials" not in allowed.headers
+
+
+async def test_a_session_another_server_holds_is_409(tmp_path: Path) -> None:
+    """Two servers on one store: the session the first runs is a 409 on the second (its owner holds it)."""
+    (tmp_path / "w").mkdir()
+    with serving(tmp_path / "s", tmp_path / "w", model=ScriptedModel(["held"])) as first:
+        async with first.client() as client:
+            ident = (await client.post("/api/sessions", json={})).json()["id"]
+            async with follow(client, ident) as stream:
+                await client.post(f"/api/sessions/{ident}/send", json={"content": "hold it"})
+                await stream.until(turn_ended)
+        with serving(tmp_path / "s", tmp_path / "w") as second:
+            async with second.client() as other:
+                listed = (await other.get("/api/sessions")).json()["sessions"]
+                held = await other.post(f"/api/sessions/{ident}/send", json={"content": "mine now"})
+    assert [s["id"] for s in listed] == [ident]
+    assert held.status_code == 409
+    assert error_of(held)[0] == "conflict"
+    assert "in use elsewhere" in error_of(held)[1]
