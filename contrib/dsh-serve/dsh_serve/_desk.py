@@ -27,7 +27,7 @@ from ._errors import ApiError
 
 if TYPE_CHECKING:
     from dsh_core import Context, Session
-    from dsh_core.vocabulary._agent_types import Agent
+    from dsh_core.vocabulary import Agent
 
 __all__ = ["SessionDesk", "content_of", "knows_message", "new_session_id", "stored_model"]
 

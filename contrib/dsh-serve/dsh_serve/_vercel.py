@@ -40,7 +40,7 @@ from ._tail import LogTails
 
 if TYPE_CHECKING:
     from dsh_core import SessionEvent
-    from dsh_core.vocabulary._agent_types import Agent
+    from dsh_core.vocabulary import Agent
 
 __all__ = ["STREAM_HEADER", "vercel_routes"]
 

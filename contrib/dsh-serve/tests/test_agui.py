@@ -13,8 +13,7 @@ import httpx
 import pytest
 
 from dsh_core import Reasoning, UserMessage
-from dsh_core.testing import ScriptedModel
-from dsh_core.testing._scripted import Reply
+from dsh_core.testing import Reply, ScriptedModel
 
 from .serve_kit import Served, follow
 

@@ -15,8 +15,7 @@ import pytest
 from playwright.sync_api import Browser, Page, Playwright, expect, sync_playwright
 
 from dsh_core import Reasoning
-from dsh_core.testing import ScriptedModel
-from dsh_core.testing._scripted import Reply
+from dsh_core.testing import Reply, ScriptedModel
 
 from .serve_kit import Served, serving
 
