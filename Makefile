@@ -9,6 +9,9 @@ STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.test-plugins
 CONTRIB := $(sort $(wildcard contrib/dsh-*))
 TEST_PLUGINS := $(sort $(wildcard tests/plugins/dsh-*))
+# contrib/dsh-serve's tests run the protocols' own node clients, installed exactly as locked
+NODE_CLIENTS := contrib/dsh-serve/tests/node
+NODE_STAMP := $(NODE_CLIENTS)/node_modules/.package-lock.json
 
 .PHONY: demo test lint bench events sessions clean
 
@@ -30,10 +33,13 @@ $(TEST_STAMP): $(STAMP) $(wildcard tests/plugins/*/pyproject.toml)
 	$(BIN)/python -m pip install -q $(foreach d,$(TEST_PLUGINS),-e $(d))
 	touch $(TEST_STAMP)
 
+$(NODE_STAMP): $(NODE_CLIENTS)/package-lock.json
+	cd $(NODE_CLIENTS) && npm ci --no-audit --no-fund --loglevel=error
+
 demo: $(STAMP)
 	$(BIN)/dsh demo
 
-test: $(TEST_STAMP)
+test: $(TEST_STAMP) $(NODE_STAMP)
 	$(BIN)/python -m pytest
 	$(BIN)/python -m mypy
 	$(BIN)/python -m ruff check dsh_core dsh_agent_loop contrib tests benchmarks
