@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
-import anyio
 import pytest
 from dsh_budget import BudgetPlugin
 from dsh_persistence_jsonl import PersistencePlugin
 
 from dsh_core import Harness
-from dsh_core.testing import ScriptedModel
+from dsh_core.testing import ScriptedModel, kill_when_ready
 
 from .budget_kit import MODEL, answer, usage_records
 
@@ -57,25 +54,9 @@ DOOMED = textwrap.dedent(
 )
 
 
-async def _run_until_killed(root: Path) -> None:
-    async with await anyio.open_process(
-        [sys.executable, "-c", DOOMED, str(root)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    ) as process:
-        assert process.stdout is not None
-        seen = b""
-        with anyio.fail_after(30):
-            async for chunk in process.stdout:
-                seen += chunk
-                if b"READY\n" in seen:
-                    break
-        assert b"READY\n" in seen, seen
-        process.kill()
-        assert await process.wait() == -9
-
-
 async def test_session_totals_survive_a_sigkill_and_resume(tmp_path: Path) -> None:
     """900 tokens were spent before the kill: the resumed agent may spend 100 more, then is stopped and refused."""
-    await _run_until_killed(tmp_path)
+    await kill_when_ready(DOOMED, str(tmp_path))
     config = {"plugins": {"persistence-jsonl": {"root": str(tmp_path)}, "budget": {"max_session_tokens": 1000}}}
     model = ScriptedModel([answer("resumed", 120, 30)])
     async with Harness(config=config, plugins=[PersistencePlugin(), BudgetPlugin()], autoload=False) as ctx:

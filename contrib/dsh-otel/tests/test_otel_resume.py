@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
-import anyio
 import pytest
 from dsh_persistence_jsonl import PersistencePlugin
 
 from dsh_core import Harness
-from dsh_core.testing import ScriptedModel
+from dsh_core.testing import ScriptedModel, kill_when_ready
 
 from .otel_kit import MODEL, Telemetry, parent_of
 
@@ -50,27 +47,11 @@ DOOMED = textwrap.dedent(
 )
 
 
-async def _run_until_killed(root: Path) -> None:
-    async with await anyio.open_process(
-        [sys.executable, "-c", DOOMED, str(root)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    ) as process:
-        assert process.stdout is not None
-        seen = b""
-        with anyio.fail_after(30):
-            async for chunk in process.stdout:
-                seen += chunk
-                if b"READY\n" in seen:
-                    break
-        assert b"READY\n" in seen, seen
-        process.kill()
-        assert await process.wait() == -9
-
-
 async def test_resume_after_a_crash_numbers_on_and_leaves_nothing_open(
     telemetry: Telemetry, tmp_path: Path
 ) -> None:
     """Crash repair's `interrupted` turn/end makes no span; the next turn is `invoke_agent` with dsh.turn 2."""
-    await _run_until_killed(tmp_path)
+    await kill_when_ready(DOOMED, str(tmp_path))
     config = {"plugins": {"persistence-jsonl": {"root": str(tmp_path)}}}
     model = ScriptedModel([ScriptedModel.text("checking first")])
     plugins = [PersistencePlugin(), telemetry.plugin()]
