@@ -2,13 +2,11 @@
 
 A call is split into *units*, each spelled one or more ways:
 
-* a ``bash`` command: one unit per simple command (``shlex`` reads the words; split at ``;``,
-  ``&&``, ``||``, ``|``, ``&`` and newlines outside quotes and substitutions), spelled as written
-  minus a subshell's brackets, leading ``{``, ``!``, ``if``/``then``/``do``-style keywords and
-  ``NAME=value`` assignments, and also as its words (``'rm' -rf x`` is ``rm -rf x`` too). A unit
-  with command or process substitution (``$(...)``, backticks, ``<(...)``) or ANSI-C quoting
-  (``$'...'``) is *opaque*: no allow pattern covers it; so is the rest of a line after a quote
-  that never closes.
+* a ``bash`` command: one unit per simple command, as tree-sitter-bash reads the line (see
+  ``_shell``), spelled as written and as its words (``'rm' -rf x`` is ``rm -rf x`` too). A unit
+  with command or process substitution (``$(...)``, backticks, ``<(...)``), arithmetic or ANSI-C
+  quoting (``$'...'``) is *opaque*: no allow pattern covers it (the commands inside it are units
+  too); so is the rest of a line the grammar cannot read.
 * a path: one unit per location the path names (as written, and with symlinks followed), each
   spelled relative to the workspace (when inside it) and absolute.
 * any other tool's main argument (its first required string parameter): one unit, as is.
@@ -22,18 +20,16 @@ mode decides; an ask for a covered unit still applies if the mode allows the cal
 from __future__ import annotations
 
 import fnmatch
-import io
-import itertools
 import os
 import re
-import shlex
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 from wcmatch import glob as wcglob
 
 from ._config import Action, Rule
+from ._shell import simple_commands
 
 __all__ = [
     "MAIN_ARGUMENTS",
@@ -200,186 +196,12 @@ def compile_rules(rules: Sequence[Rule]) -> tuple[CompiledRule, ...]:
 
 # ---------------------------------------------------------------------- subjects
 
-_KEYWORDS: Final = frozenset({"if", "then", "else", "elif", "do", "while", "until", "time", "!", "{"})
-_ASSIGNMENT: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\+?=")
-#: The characters of bash's operators: shlex cuts words at them and groups runs of them.
-_OPERATOR_CHARS: Final = ";&|()<>\n"
-#: bash's operators, longest first: how a run of operator characters splits (``);`` is ``)``, ``;``).
-_OPERATORS: Final = (
-    *("&>>", ";;&", "<<<", "<<-"),
-    *("&&", "||", ";;", ";&", "|&", "&>", ">&", "<&", ">>", "<<", ">|", "<>", "<(", ">("),
-    *("&", ";", "|", "(", ")", "<", ">", "\n"),
-)
-#: operators that end a simple command (the others are redirections, kept in its spelling)
-_SEPARATORS: Final = frozenset({";", "&", "&&", "||", "|", "|&", ";;", ";&", ";;&", "\n"})
-#: what makes a command's text unreadable as what it runs: command and process substitution, and
-#: ANSI-C quoting, whose escapes (``$'\''``) shlex does not read; inside double quotes, only the
-#: command substitutions
-_OPAQUE: Final = re.compile(r"\$\(|`|<\(|>\(|\$'")
-_OPAQUE_QUOTED: Final = re.compile(r"\$\(|`")
-
-
-class _Reader(io.StringIO):
-    """The command line as a stream for shlex, counting what it has read so far.
-
-    shlex reads one character past each token (and at most one) unless the text has ended,
-    which is how ``_tokens`` knows where each token ends in the text as written.
-    """
-
-    def __init__(self, text: str) -> None:
-        super().__init__(text)
-        self.position = 0
-        self.at_end = False
-
-    def read(self, size: int | None = -1) -> str:
-        chunk = super().read(size)
-        self.position += len(chunk)
-        self.at_end = self.at_end or not chunk
-        return chunk
-
-
-@attrs.frozen
-class _Token:
-    value: str
-    start: int
-    end: int
-    operator: bool
-
-
-def _tokens(command: str) -> Iterator[_Token]:
-    """shlex's tokens of ``command`` (posix rules; words and operator runs) with their spans.
-
-    :raises ValueError: from shlex, for an unclosed quote or a trailing backslash.
-    """
-    reader = _Reader(command)
-    lexer = shlex.shlex(reader, posix=True, punctuation_chars=_OPERATOR_CHARS)
-    lexer.whitespace = " \t\r"  # a newline separates commands, as ';' does
-    lexer.whitespace_split = True  # a word is everything up to whitespace or an operator
-    lexer.commenters = ""  # '#' stays in the text: a comment hides nothing from the rules
-    lexer.quotes = "'\"`"  # a backtick substitution is one word: its ';' splits nothing
-    read = 0
-    while (value := lexer.get_token()) is not None:
-        start = max(read - 1, 0)  # the one character read past the previous token, or later
-        while command[start] in lexer.whitespace:
-            start += 1
-        end = reader.position if reader.at_end else reader.position - 1
-        operator = command[start] in _OPERATOR_CHARS
-        if operator:
-            yield from _operators(value, start)
-        else:
-            yield _Token(value, start, end, operator=False)
-        read = reader.position
-
-
-def _operators(run: str, start: int) -> Iterator[_Token]:
-    """A run of operator characters (``2>&1``'s ``>&``, ``);``) as bash's operators."""
-    at = 0
-    while at < len(run):
-        operator = next(op for op in _OPERATORS if run.startswith(op, at))
-        yield _Token(operator, start + at, start + at + len(operator), operator=True)
-        at += len(operator)
-
-
-def _is_opaque(text: str) -> bool:
-    """Whether ``text`` (one command as written) substitutes anything outside single quotes."""
-    quote: str | None = None
-    at = 0
-    while at < len(text):
-        char = text[at]
-        if quote == "'":
-            quote = None if char == "'" else quote
-        elif char == "\\":
-            at += 1  # the escaped character is literal
-        elif (_OPAQUE_QUOTED if quote == '"' else _OPAQUE).match(text, at):
-            return True
-        elif char == '"':
-            quote = None if quote == '"' else '"'
-        elif char == "'" and quote is None:
-            quote = "'"
-        at += 1
-    return False
-
-
 def command_units(command: str) -> tuple[Unit, ...]:
-    """The simple commands of a shell command line, each flagged when it holds a substitution.
-
-    shlex reads the words, quotes and escapes (and groups operator characters); this function
-    cuts at the separators outside substitutions and spells each command two ways: as written,
-    and as its words (quotes and escapes removed: ``'rm' -rf x`` is ``rm -rf x``). Text shlex
-    cannot read (an unclosed quote) makes the rest of the line one opaque unit.
-    """
-    units: list[Unit] = []
-    words: list[_Token] = []
-    #: open brackets: "group" for a subshell, "sub" for a substitution, "paren" for any other
-    brackets: list[str] = []
-    previous: _Token | None = None
-
-    def text(token: _Token) -> str:
-        return command[token.start : token.end]
-
-    def close() -> None:
-        if not words:
-            return
-        opaque = _is_opaque(command[words[0].start : words[-1].end])  # stripped words run too
-        # bash reads reserved words and assignments only as written, unquoted
-        kept = list(words)
-        while kept and not kept[0].operator and (
-            text(kept[0]) in _KEYWORDS
-            or (_ASSIGNMENT.match(text(kept[0])) and (len(kept) == 1 or kept[1].start > kept[0].end))
-        ):
-            kept.pop(0)
-        while kept and not kept[-1].operator and text(kept[-1]) == "}":
-            kept.pop()
-        if not kept and opaque:
-            kept = list(words)  # `x=$(...)` alone still runs its substitution
-        if kept:
-            written = command[kept[0].start : kept[-1].end]
-            spoken = kept[0].value + "".join(
-                (" " if token.start > before.end else "") + token.value
-                for before, token in itertools.pairwise(kept)
-            )
-            units.append(Unit((written,) if spoken == written else (written, spoken), opaque))
-        words.clear()
-
-    try:
-        for token in _tokens(command):
-            value = token.value
-            in_substitution = "sub" in brackets
-            if not token.operator:
-                words.append(token)
-            elif value in ("(", "<(", ">("):
-                touching_dollar = (
-                    previous is not None and previous.end == token.start and command[token.start - 1] == "$"
-                )
-                if value != "(" or touching_dollar or in_substitution:
-                    brackets.append("sub")
-                    words.append(token)
-                elif words:
-                    brackets.append("paren")
-                    words.append(token)
-                else:
-                    brackets.append("group")  # a subshell: its commands are units of their own
-            elif value == ")":
-                kind = brackets.pop() if brackets else "group"
-                if kind == "group":
-                    close()
-                else:
-                    words.append(token)
-            elif value in _SEPARATORS and not in_substitution:
-                close()
-            else:
-                words.append(token)  # a redirection, or anything inside a substitution
-            previous = token
-    except ValueError:
-        # No closing quote (or a trailing backslash): what follows cannot be read as commands.
-        begin = words[0].start if words else (previous.end if previous is not None else 0)
-        rest = command[begin:].strip()
-        words.clear()
-        if rest:
-            units.append(Unit((rest,), opaque=True))
-        return tuple(units)
-    close()
-    return tuple(units)
+    """The simple commands of a shell command line, each spelled as written and as its words."""
+    return tuple(
+        Unit((found.written,) if found.spoken == found.written else (found.written, found.spoken), found.opaque)
+        for found in simple_commands(command)
+    )
 
 
 def _within(path: str, root: str) -> bool:
