@@ -1,7 +1,8 @@
 """A real server for the tests: the app under uvicorn, on a loopback port, in a thread of its own.
 
-uvicorn runs on asyncio, so the server (with its harness) lives in an anyio blocking portal's
-thread, and each test talks to it over real HTTP from its own event loop (asyncio or trio).
+The harness (with the app) lives in an anyio blocking portal's thread, on the test's backend
+(asyncio or trio; asyncio for a test without one), uvicorn in its own thread on asyncio, and each
+test talks to it over real HTTP from its own event loop.
 ``Served.call`` runs a function in the server's loop (to open a gate, to read a session's log).
 """
 
@@ -164,13 +165,30 @@ async def _serving(
 
 
 @contextmanager
-def serving(root: Path, cwd: Path, model: ScriptedModel | None = None, **serve: Any) -> Iterator[Served]:
-    """Start a server over the sessions stored in ``root``; stop it (and its harness) on exit."""
+def serving(
+    root: Path, cwd: Path, model: ScriptedModel | None = None, *, backend: str = "asyncio", **serve: Any
+) -> Iterator[Served]:
+    """Start a server over the sessions stored in ``root``; stop it (and its harness) on exit.
+
+    The harness (and the app) run on ``backend``'s loop in a thread of their own, uvicorn on another.
+    """
     model = model or ScriptedModel(checkpoints=True)
     notes: list[str] = []
-    with start_blocking_portal("asyncio") as portal:
+    with start_blocking_portal(backend) as portal:
         with portal.wrap_async_context_manager(_serving(root, model, serve, cwd, notes)) as (url, ctx, gate):
             yield Served(url=url, token=TOKEN, ctx=ctx, model=model, gate=gate, portal=portal, root=root, notes=notes)
+
+
+@asynccontextmanager
+async def serving_async(root: Path, cwd: Path, model: ScriptedModel | None = None, **options: Any) -> AsyncIterator[Served]:
+    """``serving`` from inside a test's event loop: the portal is entered and left in a worker thread
+    (trio refuses a blocking portal call from its own thread)."""
+    manager = serving(root, cwd, model, **options)
+    served = await anyio.to_thread.run_sync(manager.__enter__)
+    try:
+        yield served
+    finally:
+        await anyio.to_thread.run_sync(manager.__exit__, None, None, None)
 
 
 @attrs.frozen

@@ -50,7 +50,7 @@ async def test_the_table_is_read_and_checked() -> None:
         assert plugin.config == ServeConfig(
             token="t0ken", allowed_origins=("https://app.example",), max_body_bytes=4096, heartbeat=5
         )
-    for bad, key in (({"heartbeat": 0}, "heartbeat"), ({"token": "has space"}, "token"), ({"allowed_origins": ["nope"]}, "allowed_origins")):
+    for bad, key in (({"heartbeat": 0}, "heartbeat"), ({"token": "has space"}, "token"), ({"allowed_origins": ["nope"]}, "allowed_origins"), ({"io_niceness": 20}, "io_niceness")):
         with pytest.raises(ConfigError, match=key):
             async with Harness(config={"plugins": {"serve": bad}}, plugins=[ServePlugin()], autoload=False):
                 pass
