@@ -1,4 +1,5 @@
-"""The native API (SPEC §10.2): sessions, prompts, cancel, approvals, and the live log over SSE.
+"""The native API (SPEC §10.2): sessions, prompts, cancel, approvals, questions (``ask_user``, SPEC
+§10.6), and the live log over SSE.
 
 Every route reads its input at the boundary: a body that is not a JSON object is a 400, a field of
 the wrong type or value a 422 naming the field; nothing is queued or logged for a refused request.
@@ -18,8 +19,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from dsh_core import ApprovalNotPendingError
-from dsh_core.session_log import ApprovalRequestedEvent
+from dsh_core import ApprovalNotPendingError, QuestionNotPendingError
+from dsh_core.session_log import ApprovalRequestedEvent, QuestionAskedEvent
 
 from ._config import ServeConfig
 from ._desk import SessionDesk, content_of
@@ -167,6 +168,35 @@ def api_routes(desk: SessionDesk, tails: LogTails, config: ServeConfig) -> list[
             raise ApiError(422, f"the approval of call {call_id!r} stays pending: {exc}") from exc
         return JSONResponse(event.to_json())
 
+    async def questions(request: Request) -> Response:
+        agent = await desk.agent(request.path_params["id"])
+        pending = [
+            {"call_id": q.call_id, "questions": agent.session.events[q.seq].plain_data()["questions"], "seq": q.seq}
+            for q in agent.pending_questions()
+        ]
+        return JSONResponse({"questions": pending})
+
+    async def answer(request: Request) -> Response:
+        body = await read_object(request)
+        _unknown_keys(body, ("answers",))
+        answers = body.get("answers")
+        if not isinstance(answers, dict):
+            raise ApiError(422, f"answers: expected an object of question id -> answer, got {answers!r:.80}")
+        agent = await desk.agent(request.path_params["id"])
+        call_id = request.path_params["call_id"]
+        try:
+            event = await agent.answer_question(call_id, answers, by="serve")
+        except QuestionNotPendingError as exc:
+            asked = any(
+                e.type == QuestionAskedEvent.type and e.data.get("call_id") == call_id for e in agent.session.events
+            )
+            if asked:
+                raise ApiError(409, f"the question of call {call_id!r} is no longer pending: {exc}") from exc
+            raise ApiError(404, f"no question was asked by call {call_id!r} in this session") from exc
+        except (TypeError, ValueError) as exc:
+            raise ApiError(422, f"the question of call {call_id!r} stays pending: {exc}") from exc
+        return JSONResponse(event.to_json())
+
     async def events(request: Request) -> Response:
         after = -1
         last_id = request.headers.get("last-event-id")
@@ -192,6 +222,8 @@ def api_routes(desk: SessionDesk, tails: LogTails, config: ServeConfig) -> list[
         Route("/api/sessions/{id}/events", events, methods=["GET"]),
         Route("/api/sessions/{id}/approvals", approvals, methods=["GET"]),
         Route("/api/sessions/{id}/approvals/{call_id}", resolve, methods=["POST"]),
+        Route("/api/sessions/{id}/questions", questions, methods=["GET"]),
+        Route("/api/sessions/{id}/questions/{call_id}", answer, methods=["POST"]),
     ]
     routes += [Route(f"/api/sessions/{{id}}/{verb}", deliver(verb), methods=["POST"]) for verb in _DELIVERIES]
     return routes

@@ -21,8 +21,10 @@ import attrs
 import httpx
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from dsh_persistence_jsonl import PersistencePlugin
+from dsh_questions import QuestionsPlugin
 from dsh_serve import ServePlugin, open_app
 from dsh_serve._server import listening
+from dsh_todo import TodoPlugin
 
 from dsh_core import Ask, Context, Harness, ToolError, ToolExecution, hookimpl, tool
 from dsh_core.testing import ScriptedModel
@@ -157,7 +159,7 @@ async def _serving(
     gate = Gate()
     config = {"plugins": {"persistence-jsonl": {"root": str(root), "batch_delay": 0.0}, "serve": serve}}
     plugin = ServePlugin()
-    plugins = [PersistencePlugin(), _ModelPlugin(model, gate, notes), plugin]
+    plugins = [PersistencePlugin(), _ModelPlugin(model, gate, notes), TodoPlugin(), QuestionsPlugin(), plugin]
     async with Harness(config=config, plugins=plugins, autoload=False) as ctx:
         async with open_app(ctx, config=plugin.config, token=TOKEN, model=MODEL, cwd=cwd) as app:
             async with listening(app) as url:
