@@ -140,6 +140,19 @@ class Served:
         assert self.gate.opened is not None
         self.portal.call(self.gate.opened.set)
 
+    async def append_compaction(self, session_id: str) -> int:
+        """Log a ``compaction/summary`` in the session as the compaction plugin does (its facts, the
+        summary message aside); returns its seq."""
+
+        def append() -> int:
+            agent = self.ctx.agents.get(session_id)
+            assert agent is not None, f"session {session_id} is not live"
+            facts = {"reason": "threshold", "turn": 1, "step": 1, "tokens_before": 9000, "tokens_after": 1200}
+            return agent.session.append("compaction/summary", facts).seq
+
+        seq: int = await self.call(append)
+        return seq
+
     async def events(self, session_id: str) -> list[dict[str, Any]]:
         """The session's live log as JSON, read in the server's loop."""
 
