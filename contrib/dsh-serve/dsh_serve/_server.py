@@ -119,6 +119,8 @@ class RunningServer:
     server: UvicornServer
     ended: anyio.Event
     error: list[BaseException] = attrs.field(factory=list)
+    #: the native id of uvicorn's thread (set once it runs)
+    thread_id: int | None = None
 
     def stop(self) -> None:
         self.server.should_exit = True  # uvicorn's loop looks at it every 0.1 s
@@ -160,6 +162,7 @@ async def running_server(
 
             def serve() -> None:
                 try:
+                    running.thread_id = threading.get_native_id()
                     _yield_to_the_agents(app.config.io_niceness)
                     asyncio.run(server.serve(sockets=[sock]))
                 except BaseException as exc:  # noqa: BLE001 - raised again on the harness's loop
