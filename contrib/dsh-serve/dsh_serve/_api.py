@@ -11,7 +11,7 @@ import json
 import logging
 import secrets
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from sse_starlette import EventSourceResponse
 from sse_starlette.sse import SendTimeoutError
@@ -26,6 +26,9 @@ from ._config import ServeConfig
 from ._desk import SessionDesk, content_of
 from ._errors import ApiError
 from ._tail import LogTails
+
+if TYPE_CHECKING:
+    from dsh_core.vocabulary import Agent
 
 __all__ = ["api_routes", "read_object"]
 
@@ -72,6 +75,14 @@ def _seq(raw: str, where: str) -> int:
     if value < -1:
         raise ApiError(422, f"{where}: expected a seq (an integer >= -1), got {value}")
     return value
+
+
+def _not_pending(agent: Agent, asked_type: str, call_id: str, what: str, exc: Exception) -> ApiError:
+    """409 for a call whose request is in the log (answered since), 404 for one never asked."""
+    asked = any(e.type == asked_type and e.data.get("call_id") == call_id for e in agent.session.events)
+    if asked:
+        return ApiError(409, f"the {what} of call {call_id!r} is no longer pending: {exc}")
+    return ApiError(404, f"no {what} was asked for by call {call_id!r} in this session")
 
 
 class FollowerStream(EventSourceResponse):
@@ -157,13 +168,7 @@ def api_routes(desk: SessionDesk, tails: LogTails, config: ServeConfig) -> list[
         try:
             event = await agent.resolve_approval(call_id, decision, reason=reason, arguments=arguments, by="serve")
         except ApprovalNotPendingError as exc:
-            requested = any(
-                e.type == ApprovalRequestedEvent.type and e.data.get("call_id") == call_id
-                for e in agent.session.events
-            )
-            if requested:
-                raise ApiError(409, f"the approval of call {call_id!r} is no longer pending: {exc}") from exc
-            raise ApiError(404, f"no approval was requested for call {call_id!r} in this session") from exc
+            raise _not_pending(agent, ApprovalRequestedEvent.type, call_id, "approval", exc) from exc
         except (TypeError, ValueError) as exc:
             raise ApiError(422, f"the approval of call {call_id!r} stays pending: {exc}") from exc
         return JSONResponse(event.to_json())
@@ -187,12 +192,7 @@ def api_routes(desk: SessionDesk, tails: LogTails, config: ServeConfig) -> list[
         try:
             event = await agent.answer_question(call_id, answers, by="serve")
         except QuestionNotPendingError as exc:
-            asked = any(
-                e.type == QuestionAskedEvent.type and e.data.get("call_id") == call_id for e in agent.session.events
-            )
-            if asked:
-                raise ApiError(409, f"the question of call {call_id!r} is no longer pending: {exc}") from exc
-            raise ApiError(404, f"no question was asked by call {call_id!r} in this session") from exc
+            raise _not_pending(agent, QuestionAskedEvent.type, call_id, "question", exc) from exc
         except (TypeError, ValueError) as exc:
             raise ApiError(422, f"the question of call {call_id!r} stays pending: {exc}") from exc
         return JSONResponse(event.to_json())

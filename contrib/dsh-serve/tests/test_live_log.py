@@ -20,6 +20,18 @@ from .serve_kit import Served, SseEvent, follow, serving, serving_async, turn_en
 pytestmark = pytest.mark.anyio
 
 
+class ModelPlugin:
+    """A harness's model: the scripted one (for the tests that drive a tail without a server)."""
+
+    name = "model"
+
+    def __init__(self, model: ScriptedModel) -> None:
+        self.model = model
+
+    def start(self, ctx: Context) -> None:
+        ctx.llm.register_adapter(self.model.provider, self.model)
+
+
 def seqs(events: list[SseEvent]) -> list[int]:
     return [int(e.id or "-1") for e in events]
 
@@ -135,13 +147,7 @@ async def test_a_follower_whose_writes_stall_is_dropped_without_slowing_the_turn
     """
     model = ScriptedModel([ScriptedModel.text("w" * 2000, chunks=200)], checkpoints=True)
 
-    class Model:
-        name = "model"
-
-        def start(self, ctx: Context) -> None:
-            ctx.llm.register_adapter(model.provider, model)
-
-    async with Harness(config={}, plugins=[Model()], autoload=False) as ctx:
+    async with Harness(config={}, plugins=[ModelPlugin(model)], autoload=False) as ctx:
         tails = LogTails()
         ctx.register_plugin(tails, name="tails")
         handle = await ctx.agents.create("s", agent_options=AgentOptions(model="scripted/any"))
@@ -239,13 +245,7 @@ async def test_the_frame_window_stays_bounded_while_frames_stay_exact() -> None:
     and every frame, cached or encoded again, is the event's."""
     model = ScriptedModel([ScriptedModel.text("z" * (300 * 40_000), chunks=300)])  # 300 chunks of 40 KB
 
-    class Model:
-        name = "model"
-
-        def start(self, ctx: Context) -> None:
-            ctx.llm.register_adapter(model.provider, model)
-
-    async with Harness(config={}, plugins=[Model()], autoload=False) as ctx:
+    async with Harness(config={}, plugins=[ModelPlugin(model)], autoload=False) as ctx:
         handle = await ctx.agents.create("s", agent_options=AgentOptions(model="scripted/any"))
         await handle.agent.run("big")
         session = handle.agent.session
@@ -268,13 +268,7 @@ async def test_followers_at_the_live_end_write_one_shared_block_per_round() -> N
     what a follower costs is one write per round, however many events the round holds."""
     model = ScriptedModel([ScriptedModel.text("r" * 3000, chunks=3000)], checkpoints=True)
 
-    class Model:
-        name = "model"
-
-        def start(self, ctx: Context) -> None:
-            ctx.llm.register_adapter(model.provider, model)
-
-    async with Harness(config={}, plugins=[Model()], autoload=False) as ctx:
+    async with Harness(config={}, plugins=[ModelPlugin(model)], autoload=False) as ctx:
         tails = LogTails()
         ctx.register_plugin(tails, name="tails")
         handle = await ctx.agents.create("s", agent_options=AgentOptions(model="scripted/any"))
