@@ -33,7 +33,6 @@ __all__ = ["AsgiBridge", "LoopRelay", "relayed"]
 logger = logging.getLogger("dsh_serve")
 
 
-
 def _soon_threadsafe() -> Callable[[Callable[[], None]], None]:
     """A thread-safe, non-blocking way to run a callback on the current loop (asyncio or trio)."""
     library = sniffio.current_async_library()
@@ -86,8 +85,8 @@ class LoopRelay:
                     logger.exception("a call relayed to the harness's loop failed")
 
 
-async def _awaited(awaitable: Awaitable[Any]) -> Any:
-    return await awaitable
+async def _called(fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...]) -> Any:
+    return await fn(*args)
 
 
 class _Exchange:
@@ -99,9 +98,18 @@ class _Exchange:
         self._receive = receive
         self._send = send
 
-    async def _over(self, awaitable: Awaitable[Any]) -> Any:
-        """Await ``awaitable`` on the server's loop, from the harness's loop."""
-        future = asyncio.run_coroutine_threadsafe(_awaited(awaitable), self._loop)
+    async def _over(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> Any:
+        """``await fn(*args)`` on the server's loop, from the harness's loop.
+
+        :raises OSError: the server's loop has stopped (the connection is gone with it).
+        """
+        coro = _called(fn, args)
+        try:
+            future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        except RuntimeError:  # the loop is closed: uvicorn has stopped
+            coro.close()
+            msg = "the server has stopped"
+            raise OSError(msg) from None
         done = anyio.Event()
         future.add_done_callback(lambda _: self._relay.post(done.set))
         try:
@@ -112,11 +120,11 @@ class _Exchange:
         return future.result()
 
     async def receive(self) -> Message:
-        message: Message = await self._over(self._receive())
+        message: Message = await self._over(self._receive)
         return message
 
     async def send(self, message: Message) -> None:
-        await self._over(self._send(message))
+        await self._over(self._send, message)
 
 
 class AsgiBridge:

@@ -189,6 +189,7 @@ async def running_server(
                 with anyio.CancelScope(shield=True):
                     await anyio.to_thread.run_sync(thread.join)
                     await ended.wait()
+                requests.cancel_scope.cancel()  # uvicorn is gone: what is left of a request has nobody to answer
         relay_scope.cancel()
 
 
