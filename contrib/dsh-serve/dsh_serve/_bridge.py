@@ -24,7 +24,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
-import sniffio
 from anyio.abc import TaskGroup
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -35,20 +34,21 @@ logger = logging.getLogger("dsh_serve")
 
 def _soon_threadsafe() -> Callable[[Callable[[], None]], None]:
     """A thread-safe, non-blocking way to run a callback on the current loop (asyncio or trio)."""
-    library = sniffio.current_async_library()
-    if library == "asyncio":
+    try:
         loop = asyncio.get_running_loop()
-
-        def soon(callback: Callable[[], None]) -> None:
-            loop.call_soon_threadsafe(callback)
-
-        return soon
-    if library == "trio":
+    except RuntimeError:  # not asyncio: trio (anyio's other backend)
         import trio
 
-        return trio.lowlevel.current_trio_token().run_sync_soon
-    msg = f"dsh-serve runs its app on asyncio or trio, not {library}"
-    raise RuntimeError(msg)
+        try:
+            return trio.lowlevel.current_trio_token().run_sync_soon
+        except RuntimeError:
+            msg = "dsh-serve runs its app on an asyncio or trio loop, and none is running here"
+            raise RuntimeError(msg) from None
+
+    def soon(callback: Callable[[], None]) -> None:
+        loop.call_soon_threadsafe(callback)
+
+    return soon
 
 
 class LoopRelay:
