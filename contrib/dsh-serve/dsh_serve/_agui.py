@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ag_ui.core import (
     BaseEvent,
+    CustomEvent,
     Interrupt,
     ReasoningEndEvent,
     ReasoningMessageContentEvent,
@@ -66,6 +67,7 @@ from ._api import FollowerStream, read_object
 from ._config import ServeConfig
 from ._desk import SessionDesk, knows_message
 from ._errors import ApiError
+from ._extras import extras_of
 from ._tail import LogTails
 
 if TYPE_CHECKING:
@@ -144,6 +146,8 @@ class _Projection:
     def map(self, event: SessionEvent) -> Iterator[BaseEvent]:
         data: Any = event.data
         kind = event.type
+        for extra in extras_of(event):  # steering, the inbox, compaction: dsh's own CUSTOM events
+            yield CustomEvent(name=f"dsh.{extra.name}", value={"id": extra.id, **extra.value})
         if kind == StepStartEvent.type:
             yield from self._close_step()
             self.step = f"step {data['step']}"

@@ -1,4 +1,5 @@
-"""The native API (SPEC §10.2): sessions, prompts, cancel, approvals, and the live log over SSE.
+"""The native API (SPEC §10.2): sessions, prompts, cancel, approvals, questions (``ask_user``, SPEC
+§10.6), and the live log over SSE.
 
 Every route reads its input at the boundary: a body that is not a JSON object is a 400, a field of
 the wrong type or value a 422 naming the field; nothing is queued or logged for a refused request.
@@ -10,7 +11,7 @@ import json
 import logging
 import secrets
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from sse_starlette import EventSourceResponse
 from sse_starlette.sse import SendTimeoutError
@@ -18,13 +19,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from dsh_core import ApprovalNotPendingError
-from dsh_core.session_log import ApprovalRequestedEvent
+from dsh_core import ApprovalNotPendingError, QuestionNotPendingError
+from dsh_core.session_log import ApprovalRequestedEvent, QuestionAskedEvent
 
 from ._config import ServeConfig
 from ._desk import SessionDesk, content_of
 from ._errors import ApiError
 from ._tail import LogTails
+
+if TYPE_CHECKING:
+    from dsh_core.vocabulary import Agent
 
 __all__ = ["api_routes", "read_object"]
 
@@ -71,6 +75,14 @@ def _seq(raw: str, where: str) -> int:
     if value < -1:
         raise ApiError(422, f"{where}: expected a seq (an integer >= -1), got {value}")
     return value
+
+
+def _not_pending(agent: Agent, asked_type: str, call_id: str, what: str, exc: Exception) -> ApiError:
+    """409 for a call whose request is in the log (answered since), 404 for one never asked."""
+    asked = any(e.type == asked_type and e.data.get("call_id") == call_id for e in agent.session.events)
+    if asked:
+        return ApiError(409, f"the {what} of call {call_id!r} is no longer pending: {exc}")
+    return ApiError(404, f"no {what} was asked for by call {call_id!r} in this session")
 
 
 class FollowerStream(EventSourceResponse):
@@ -156,15 +168,33 @@ def api_routes(desk: SessionDesk, tails: LogTails, config: ServeConfig) -> list[
         try:
             event = await agent.resolve_approval(call_id, decision, reason=reason, arguments=arguments, by="serve")
         except ApprovalNotPendingError as exc:
-            requested = any(
-                e.type == ApprovalRequestedEvent.type and e.data.get("call_id") == call_id
-                for e in agent.session.events
-            )
-            if requested:
-                raise ApiError(409, f"the approval of call {call_id!r} is no longer pending: {exc}") from exc
-            raise ApiError(404, f"no approval was requested for call {call_id!r} in this session") from exc
+            raise _not_pending(agent, ApprovalRequestedEvent.type, call_id, "approval", exc) from exc
         except (TypeError, ValueError) as exc:
             raise ApiError(422, f"the approval of call {call_id!r} stays pending: {exc}") from exc
+        return JSONResponse(event.to_json())
+
+    async def questions(request: Request) -> Response:
+        agent = await desk.agent(request.path_params["id"])
+        pending = [
+            {"call_id": q.call_id, "questions": agent.session.events[q.seq].plain_data()["questions"], "seq": q.seq}
+            for q in agent.pending_questions()
+        ]
+        return JSONResponse({"questions": pending})
+
+    async def answer(request: Request) -> Response:
+        body = await read_object(request)
+        _unknown_keys(body, ("answers",))
+        answers = body.get("answers")
+        if not isinstance(answers, dict):
+            raise ApiError(422, f"answers: expected an object of question id -> answer, got {answers!r:.80}")
+        agent = await desk.agent(request.path_params["id"])
+        call_id = request.path_params["call_id"]
+        try:
+            event = await agent.answer_question(call_id, answers, by="serve")
+        except QuestionNotPendingError as exc:
+            raise _not_pending(agent, QuestionAskedEvent.type, call_id, "question", exc) from exc
+        except (TypeError, ValueError) as exc:
+            raise ApiError(422, f"the question of call {call_id!r} stays pending: {exc}") from exc
         return JSONResponse(event.to_json())
 
     async def events(request: Request) -> Response:
@@ -192,6 +222,8 @@ def api_routes(desk: SessionDesk, tails: LogTails, config: ServeConfig) -> list[
         Route("/api/sessions/{id}/events", events, methods=["GET"]),
         Route("/api/sessions/{id}/approvals", approvals, methods=["GET"]),
         Route("/api/sessions/{id}/approvals/{call_id}", resolve, methods=["POST"]),
+        Route("/api/sessions/{id}/questions", questions, methods=["GET"]),
+        Route("/api/sessions/{id}/questions/{call_id}", answer, methods=["POST"]),
     ]
     routes += [Route(f"/api/sessions/{{id}}/{verb}", deliver(verb), methods=["POST"]) for verb in _DELIVERIES]
     return routes

@@ -45,10 +45,11 @@ PAGE_POLICY: Final = (
 class ServeApp:
     """A running app: the ASGI callable, and what it serves."""
 
-    def __init__(self, asgi: Starlette, desk: SessionDesk, tails: LogTails) -> None:
+    def __init__(self, asgi: Starlette, desk: SessionDesk, tails: LogTails, config: ServeConfig) -> None:
         self.asgi = asgi
         self.desk = desk
         self.tails = tails
+        self.config = config
 
     def stopping(self) -> None:
         """The server stops taking requests: every SSE follower ends now (its client may reconnect)."""
@@ -127,7 +128,7 @@ async def open_app(
         middleware=middleware,
         exception_handlers={ApiError: _api_error, HTTPException: _http_error, Exception: _bug},
     )
-    app = ServeApp(asgi, desk, tails)
+    app = ServeApp(asgi, desk, tails, config)
     try:
         yield app
     finally:

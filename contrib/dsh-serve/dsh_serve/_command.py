@@ -10,14 +10,17 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
+import signal
 import sys
 import webbrowser
 from collections.abc import Awaitable, Mapping
 from pathlib import Path
 from typing import Final
 
+import anyio
+
 from ._config import DEFAULT_PORT
-from ._server import UvicornServer, bind, is_loopback, server_config
+from ._server import RunningServer, bind, is_loopback, running_server
 
 __all__ = ["ServeCommand", "resolve_token", "serve", "should_open_browser", "web"]
 
@@ -41,6 +44,24 @@ def should_open_browser(environ: Mapping[str, str], platform: str) -> bool:
     if platform.startswith("linux") or "bsd" in platform:
         return bool(environ.get("DISPLAY") or environ.get("WAYLAND_DISPLAY"))
     return True
+
+
+async def _until_signalled(running: RunningServer) -> None:
+    """Serve until SIGINT or SIGTERM (or until the server stops by itself)."""
+    async with anyio.create_task_group() as tg:
+
+        async def on_signal() -> None:
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for _ in signals:
+                    break
+            tg.cancel_scope.cancel()
+
+        async def on_end() -> None:
+            await running.ended.wait()
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(on_signal)
+        tg.start_soon(on_end)
 
 
 class ServeCommand:
@@ -102,8 +123,8 @@ class ServeCommand:
                         if self.opens_browser and not args.no_open and should_open_browser(os.environ, sys.platform):
                             webbrowser.open(f"{base}#token={token}")
 
-                    server = UvicornServer(server_config(app.asgi), on_ready=ready, on_stopping=app.stopping)
-                    await server.serve(sockets=[sock])
+                    async with running_server(app, sock, on_ready=ready) as running:
+                        await _until_signalled(running)
         print(f"dsh {self.name}: stopped", file=sys.stderr, flush=True)
         return 0
 

@@ -31,6 +31,12 @@ def _origins(instance: object, attribute: attrs.Attribute[Any], value: tuple[str
             raise ValueError(msg)
 
 
+def _niceness(instance: object, attribute: attrs.Attribute[Any], value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 19:
+        msg = f"{attribute.name} must be an integer from 0 to 19, got {value!r}"
+        raise ValueError(msg)
+
+
 @attrs.frozen(kw_only=True)
 class ServeConfig:
     """The ``[plugins.serve]`` table."""
@@ -45,3 +51,6 @@ class ServeConfig:
     heartbeat: float = attrs.field(default=10.0, validator=_positive)
     #: seconds a write to one SSE follower may take before that follower is dropped
     send_timeout: float = attrs.field(default=10.0, validator=_positive)
+    #: the nice value of the thread that writes to the sockets (Linux): 0 to 19; with the CPU
+    #: short, the agents' work goes first and the followers' writes wait
+    io_niceness: int = attrs.field(default=10, validator=_niceness)

@@ -4,9 +4,14 @@ A follower never holds a queue of its own. It keeps a cursor (the next ``seq`` i
 ``session.events`` from there: the stored events a reconnect asks for, then the live ones as they
 are appended. Subscribing and reading happen without an ``await`` between the length read and the
 wait, so no event is missed and none is sent twice. An append costs the agent one ``Event.set()``
-for all followers together (none at all when nobody waits); what followers cost is their writes,
-which they batch (``FLUSH_INTERVAL``). A slow follower only falls behind: the SSE response drops
-it when a write stalls (``send_timeout``), and the client reconnects with its last ``seq``.
+for all followers together (none at all when nobody waits).
+
+Live events reach the followers in rounds: the first append after a round wakes the followers,
+they wait ``FLUSH_INTERVAL`` together, and the round then publishes the log's length; every
+follower at the live end sends the same range ``[previous, published)``, as one shared block of
+bytes encoded and joined once per session. What a follower costs per round is then one write,
+however many events the round holds. A slow follower only falls behind: the SSE response drops it
+when a write stalls (``send_timeout``), and the client reconnects with its last ``seq``.
 
 Each event is encoded as an SSE frame once per session (a window of the latest frames is kept,
 bounded in count and bytes), not once per follower.
@@ -33,13 +38,17 @@ __all__ = ["LogTails", "SessionTail", "encode_frame"]
 _WINDOW: Final = 4096
 #: ... and at most this many bytes of them.
 _WINDOW_BYTES: Final = 4 * 1024 * 1024
-#: Frames sent in one write while a follower catches up.
+#: Frames sent in one write while a follower catches up (a reconnect's first byte comes soon).
 _BATCH: Final = 256
-#: Seconds a woken follower lets events gather before it writes, for every 10 followers of the
+#: Frames in one shared block of a live round (a round longer than that is sent in several).
+_LIVE_BATCH: Final = 4096
+#: Bytes of shared blocks kept for followers still writing an older one.
+_BLOCKS_BYTES: Final = 16 * 1024 * 1024
+#: Seconds a round lets events gather before its followers write, for every 10 followers of the
 #: session (at most ``_MAX_FLUSH``): while the model streams, a session's followers together write
 #: about 500 times a second, however fast the chunks come and however many follow. A write is a
 #: system call that wakes the reader (some 20-300 us on loopback); one per chunk per follower would
-#: leave the agent little of the CPU.
+#: leave the server little of the CPU.
 FLUSH_INTERVAL: Final = 0.02
 _MAX_FLUSH: Final = 0.25
 
@@ -59,10 +68,31 @@ def encode_frame(event: SessionEvent) -> bytes:
     return b"id: %d\nevent: %s\ndata: %s\n\n" % (event.seq, event.type.encode(), line)
 
 
+class _Round:
+    """One flush of the live log: the followers woken together wait for the same deadline."""
+
+    __slots__ = ("deadline",)
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+
+
 class SessionTail:
     """The followers' side of one live session: the wake-up they share, and its encoded frames."""
 
-    __slots__ = ("_base", "_bytes", "_frames", "_wakeup", "closed", "followers", "session")
+    __slots__ = (
+        "_base",
+        "_blocks",
+        "_blocks_bytes",
+        "_bytes",
+        "_frames",
+        "_published",
+        "_round",
+        "_wakeup",
+        "closed",
+        "followers",
+        "session",
+    )
 
     def __init__(self, session: Session) -> None:
         self.session = session
@@ -74,6 +104,12 @@ class SessionTail:
         self._frames: list[bytes] = []
         self._base = 0
         self._bytes = 0
+        #: the log's length at the last round: followers at the live end send up to here
+        self._published = len(session.events)
+        self._round: _Round | None = None
+        #: joined frames by seq range, shared by the followers of a round (oldest first)
+        self._blocks: dict[tuple[int, int], bytes] = {}
+        self._blocks_bytes = 0
 
     def wake(self) -> None:
         """Wake every follower waiting for a new event (called for each append)."""
@@ -107,47 +143,89 @@ class SessionTail:
             self._bytes = len(frame)
         return frame
 
+    def _block(self, start: int, stop: int) -> bytes:
+        """The frames of ``[start, stop)`` joined, once for every follower sending that range."""
+        key = (start, stop)
+        block = self._blocks.get(key)
+        if block is None:
+            block = b"".join([self._frame(seq) for seq in range(start, stop)])
+            blocks = self._blocks
+            blocks[key] = block
+            self._blocks_bytes += len(block)
+            while self._blocks_bytes > _BLOCKS_BYTES and len(blocks) > 1:
+                self._blocks_bytes -= len(blocks.pop(next(iter(blocks))))
+        return block
+
     async def follow(self, after: int, *, flush_interval: float = FLUSH_INTERVAL) -> AsyncGenerator[bytes, None]:
         """The frames of the events after ``after`` (``-1``: from the start), then the live ones.
 
-        Once woken by a new event, it waits ``flush_interval`` seconds (times the number of
-        followers / 10) for more before it writes them all at once. Ends when the tail closes,
-        after the events the log holds then.
+        Live events come in rounds (see the module): woken by a new event, the followers wait
+        ``flush_interval`` seconds (times the number of followers / 10) for more, then write them
+        all at once. Ends when the tail closes, after the events the log holds then.
         """
         async with aclosing(self._ranges(after, flush_interval)) as ranges:  # closed with this one
-            async for start, stop in ranges:
-                for first in range(start, stop, _BATCH):
-                    yield b"".join([self._frame(seq) for seq in range(first, min(stop, first + _BATCH))])
+            async for start, stop, live in ranges:
+                size = _LIVE_BATCH if live else _BATCH
+                for first in range(start, stop, size):
+                    last = min(stop, first + size)
+                    if live:
+                        yield self._block(first, last)
+                    else:
+                        yield b"".join([self._frame(seq) for seq in range(first, last)])
 
     async def events(self, after: int, *, flush_interval: float = FLUSH_INTERVAL) -> AsyncGenerator[Sequence[SessionEvent], None]:
         """The events after ``after``, then the live ones, in batches (as ``follow``, not encoded)."""
         log = self.session.events
         async with aclosing(self._ranges(after, flush_interval)) as ranges:
-            async for start, stop in ranges:
+            async for start, stop, _live in ranges:
                 yield log[start:stop]
 
-    async def _ranges(self, after: int, flush_interval: float) -> AsyncGenerator[tuple[int, int], None]:
-        """The seq ranges ``[start, stop)`` to send, as the log grows; ends when the tail closes."""
+    async def _ranges(self, after: int, flush_interval: float) -> AsyncGenerator[tuple[int, int, bool], None]:
+        """The seq ranges ``[start, stop)`` to send as the log grows, and whether each is a live
+        round's (the same for every follower at the live end); ends when the tail closes."""
         self.followers += 1
         try:
             cursor = after + 1
             events = self.session.events
-            while True:
+            while cursor < len(events):  # what the log holds: caught up as fast as it is read
                 count = len(events)
-                if cursor < count:
-                    yield cursor, count
-                    cursor = count
+                yield cursor, count, False
+                cursor = count
+            while True:
+                published = self._published
+                if cursor < published:
+                    yield cursor, published, True
+                    cursor = published
                     continue
                 if self.closed:
+                    if cursor < len(events):
+                        yield cursor, len(events), False
+                        continue
                     return
-                wakeup = self._wakeup
-                if wakeup is None:
-                    wakeup = self._wakeup = anyio.Event()
-                await wakeup.wait()
-                if flush_interval > 0 and not self.closed:
-                    await anyio.sleep(min(_MAX_FLUSH, flush_interval * max(1.0, self.followers / 10)))
+                await self._next_round(flush_interval)
         finally:
             self.followers -= 1
+
+    async def _next_round(self, flush_interval: float) -> None:
+        """Wait for the next round to publish (or for the tail to close)."""
+        events = self.session.events
+        if len(events) <= self._published:
+            wakeup = self._wakeup
+            if wakeup is None:
+                wakeup = self._wakeup = anyio.Event()
+            await wakeup.wait()
+            if self.closed:
+                return
+        if flush_interval > 0:
+            round_ = self._round
+            if round_ is None:
+                pause = min(_MAX_FLUSH, flush_interval * max(1.0, self.followers / 10))
+                round_ = self._round = _Round(anyio.current_time() + pause)
+            await anyio.sleep_until(round_.deadline)
+            if self._round is not round_:
+                return  # another follower of this round published it
+            self._round = None
+        self._published = len(events)
 
 
 class LogTails:

@@ -36,6 +36,7 @@ from ._api import FollowerStream, read_object
 from ._config import ServeConfig
 from ._desk import SessionDesk, knows_message
 from ._errors import ApiError
+from ._extras import extras_of
 from ._tail import LogTails
 
 if TYPE_CHECKING:
@@ -80,6 +81,8 @@ class _Projection:
     def map(self, event: SessionEvent) -> Iterator[dict[str, Any]]:
         data: Any = event.data
         kind = event.type
+        for extra in extras_of(event):  # steering, the inbox, compaction: data parts of dsh's own
+            yield {"type": f"data-dsh-{extra.name}", "id": extra.id, "data": dict(extra.value)}
         if kind == StepStartEvent.type:
             yield from self._end_step()
             self.step_open = True

@@ -11,8 +11,10 @@ from .serve_kit import Served, serving
 
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[Served]:
+def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Served]:
+    """The server, its harness on the test's backend (a sync test's: asyncio)."""
     workspace = tmp_path / "workspace"
     workspace.mkdir()
-    with serving(tmp_path / "sessions", workspace) as server:
+    backend = request.getfixturevalue("anyio_backend") if "anyio_backend" in request.fixturenames else "asyncio"
+    with serving(tmp_path / "sessions", workspace, backend=backend) as server:
         yield server

@@ -1,7 +1,8 @@
 """A real server for the tests: the app under uvicorn, on a loopback port, in a thread of its own.
 
-uvicorn runs on asyncio, so the server (with its harness) lives in an anyio blocking portal's
-thread, and each test talks to it over real HTTP from its own event loop (asyncio or trio).
+The harness (with the app) lives in an anyio blocking portal's thread, on the test's backend
+(asyncio or trio; asyncio for a test without one), uvicorn in its own thread on asyncio, and each
+test talks to it over real HTTP from its own event loop.
 ``Served.call`` runs a function in the server's loop (to open a gate, to read a session's log).
 """
 
@@ -20,8 +21,10 @@ import attrs
 import httpx
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from dsh_persistence_jsonl import PersistencePlugin
+from dsh_questions import QuestionsPlugin
 from dsh_serve import ServePlugin, open_app
 from dsh_serve._server import listening
+from dsh_todo import TodoPlugin
 
 from dsh_core import Ask, Context, Harness, ToolError, ToolExecution, hookimpl, tool
 from dsh_core.testing import ScriptedModel
@@ -137,6 +140,19 @@ class Served:
         assert self.gate.opened is not None
         self.portal.call(self.gate.opened.set)
 
+    async def append_compaction(self, session_id: str) -> int:
+        """Log a ``compaction/summary`` in the session as the compaction plugin does (its facts, the
+        summary message aside); returns its seq."""
+
+        def append() -> int:
+            agent = self.ctx.agents.get(session_id)
+            assert agent is not None, f"session {session_id} is not live"
+            facts = {"reason": "threshold", "turn": 1, "step": 1, "tokens_before": 9000, "tokens_after": 1200}
+            return agent.session.append("compaction/summary", facts).seq
+
+        seq: int = await self.call(append)
+        return seq
+
     async def events(self, session_id: str) -> list[dict[str, Any]]:
         """The session's live log as JSON, read in the server's loop."""
 
@@ -156,7 +172,7 @@ async def _serving(
     gate = Gate()
     config = {"plugins": {"persistence-jsonl": {"root": str(root), "batch_delay": 0.0}, "serve": serve}}
     plugin = ServePlugin()
-    plugins = [PersistencePlugin(), _ModelPlugin(model, gate, notes), plugin]
+    plugins = [PersistencePlugin(), _ModelPlugin(model, gate, notes), TodoPlugin(), QuestionsPlugin(), plugin]
     async with Harness(config=config, plugins=plugins, autoload=False) as ctx:
         async with open_app(ctx, config=plugin.config, token=TOKEN, model=MODEL, cwd=cwd) as app:
             async with listening(app) as url:
@@ -164,13 +180,30 @@ async def _serving(
 
 
 @contextmanager
-def serving(root: Path, cwd: Path, model: ScriptedModel | None = None, **serve: Any) -> Iterator[Served]:
-    """Start a server over the sessions stored in ``root``; stop it (and its harness) on exit."""
+def serving(
+    root: Path, cwd: Path, model: ScriptedModel | None = None, *, backend: str = "asyncio", **serve: Any
+) -> Iterator[Served]:
+    """Start a server over the sessions stored in ``root``; stop it (and its harness) on exit.
+
+    The harness (and the app) run on ``backend``'s loop in a thread of their own, uvicorn on another.
+    """
     model = model or ScriptedModel(checkpoints=True)
     notes: list[str] = []
-    with start_blocking_portal("asyncio") as portal:
+    with start_blocking_portal(backend) as portal:
         with portal.wrap_async_context_manager(_serving(root, model, serve, cwd, notes)) as (url, ctx, gate):
             yield Served(url=url, token=TOKEN, ctx=ctx, model=model, gate=gate, portal=portal, root=root, notes=notes)
+
+
+@asynccontextmanager
+async def serving_async(root: Path, cwd: Path, model: ScriptedModel | None = None, **options: Any) -> AsyncIterator[Served]:
+    """``serving`` from inside a test's event loop: the portal is entered and left in a worker thread
+    (trio refuses a blocking portal call from its own thread)."""
+    manager = serving(root, cwd, model, **options)
+    served = await anyio.to_thread.run_sync(manager.__enter__)
+    try:
+        yield served
+    finally:
+        await anyio.to_thread.run_sync(manager.__exit__, None, None, None)
 
 
 @attrs.frozen

@@ -160,6 +160,37 @@ async def test_a_run_while_a_turn_runs_steers_with_the_dsh_extension(served: Ser
     assert "go left" in str(served.model.requests[-1].messages)
 
 
+
+async def test_steering_the_inbox_and_compaction_are_dsh_custom_events(served: Served) -> None:
+    """What AG-UI has no event for comes as ``CUSTOM`` events named ``dsh.*``: the prompt queued for
+    the running turn, the steering it became, and a compaction in the turn."""
+    served.model.add(ScriptedModel.tool_call("wait_gate", {}), "steered reply")
+    async with anyio.create_task_group() as tg:
+        results: list[dict[str, Any]] = []
+
+        async def run() -> None:
+            results.extend(await agui(served, "thread-6", [{"message": "start"}]))
+
+        tg.start_soon(run)
+        await served.wait_gate_entered()
+        async with served.client() as client:
+            await client.post("/api/sessions/thread-6/steer", json={"content": "go right", "id": "steer-1"})
+        compaction = await served.append_compaction("thread-6")
+        await served.open_gate()
+    (result,) = results
+    assert "error" not in result, result
+    custom = [(e["name"], e["value"]) for e in result["events"] if e["type"] == "CUSTOM"]
+    assert ("dsh.inbox", {"id": "steer-1", "state": "queued", "kind": "steer", "text": "go right"}) in custom
+    steering = [value for name, value in custom if name == "dsh.steering"]
+    assert [(v["text"], v["queuedId"], v["source"]) for v in steering] == [("go right", "steer-1", "steering")]
+    compacted = [value for name, value in custom if name == "dsh.compaction"]
+    assert compacted == [
+        {"id": f"compaction-{compaction}", "seq": compaction, "reason": "threshold", "turn": 1, "step": 1,
+         "tokens_before": 9000, "tokens_after": 1200}
+    ]
+    assert result["events"][-1]["outcome"]["type"] == "success"
+
+
 async def test_bad_input_is_a_json_error(served: Served) -> None:
     """A body that is not a RunAgentInput is a 422 naming the field; no token, a 401."""
     async with served.client() as client:

@@ -9,7 +9,7 @@ import pytest
 
 from dsh_core.testing import ScriptedModel
 
-from .serve_kit import Served, SseEvent, follow, serving, turn_ended
+from .serve_kit import Served, SseEvent, follow, serving_async, turn_ended
 
 pytestmark = pytest.mark.anyio
 
@@ -135,19 +135,19 @@ async def test_always_lets_the_next_call_of_the_tool_run_unasked(served: Served)
     assert [e for e in seen if e.event == "approval/requested"] == []
 
 
-async def test_a_pending_approval_survives_a_server_restart(tmp_path: Path) -> None:
+async def test_a_pending_approval_survives_a_server_restart(tmp_path: Path, anyio_backend: str) -> None:
     """Stopped while a call waits: the next server lists the same call; answering it runs the call
     and the turn goes on, with no model call repeated."""
     (tmp_path / "w").mkdir()
     first = ScriptedModel([ScriptedModel.tool_call("write_note", {"text": "kept"})], checkpoints=True)
-    with serving(tmp_path / "s", tmp_path / "w", model=first) as served:
+    async with serving_async(tmp_path / "s", tmp_path / "w", backend=anyio_backend, model=first) as served:
         async with served.client() as client:
             ident = (await client.post("/api/sessions", json={})).json()["id"]
             async with follow(client, ident) as stream:
                 await client.post(f"/api/sessions/{ident}/send", json={"content": "note it"})
                 asked = (await stream.until(requested))[-1].json()
     second = ScriptedModel(["finished after the restart"], checkpoints=True)
-    with serving(tmp_path / "s", tmp_path / "w", model=second) as served:
+    async with serving_async(tmp_path / "s", tmp_path / "w", backend=anyio_backend, model=second) as served:
         async with served.client() as client:
             listed = (await client.get(f"/api/sessions/{ident}/approvals")).json()["approvals"]
             async with follow(client, ident, params={"after": asked["seq"]}) as stream:

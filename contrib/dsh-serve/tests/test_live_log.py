@@ -15,9 +15,21 @@ from dsh_serve._tail import _WINDOW, _WINDOW_BYTES, LogTails, SessionTail, encod
 from dsh_core import AgentOptions, Context, Harness
 from dsh_core.testing import ScriptedModel
 
-from .serve_kit import Served, SseEvent, follow, serving, turn_ended
+from .serve_kit import Served, SseEvent, follow, serving, serving_async, turn_ended
 
 pytestmark = pytest.mark.anyio
+
+
+class ModelPlugin:
+    """A harness's model: the scripted one (for the tests that drive a tail without a server)."""
+
+    name = "model"
+
+    def __init__(self, model: ScriptedModel) -> None:
+        self.model = model
+
+    def start(self, ctx: Context) -> None:
+        ctx.llm.register_adapter(self.model.provider, self.model)
 
 
 def seqs(events: list[SseEvent]) -> list[int]:
@@ -135,13 +147,7 @@ async def test_a_follower_whose_writes_stall_is_dropped_without_slowing_the_turn
     """
     model = ScriptedModel([ScriptedModel.text("w" * 2000, chunks=200)], checkpoints=True)
 
-    class Model:
-        name = "model"
-
-        def start(self, ctx: Context) -> None:
-            ctx.llm.register_adapter(model.provider, model)
-
-    async with Harness(config={}, plugins=[Model()], autoload=False) as ctx:
+    async with Harness(config={}, plugins=[ModelPlugin(model)], autoload=False) as ctx:
         tails = LogTails()
         ctx.register_plugin(tails, name="tails")
         handle = await ctx.agents.create("s", agent_options=AgentOptions(model="scripted/any"))
@@ -190,15 +196,15 @@ async def test_the_stream_ends_when_the_session_is_deleted(served: Served) -> No
             assert await stream.rest() == []
 
 
-async def test_reconnecting_after_a_server_restart_resumes_the_session(tmp_path: Path) -> None:
+async def test_reconnecting_after_a_server_restart_resumes_the_session(tmp_path: Path, anyio_backend: str) -> None:
     """After a restart the session is listed as stored; its log replays from the last seen seq and
     a new prompt continues it."""
     (tmp_path / "w").mkdir()
-    with serving(tmp_path / "s", tmp_path / "w", model=ScriptedModel(["before the restart"])) as served:
+    async with serving_async(tmp_path / "s", tmp_path / "w", backend=anyio_backend, model=ScriptedModel(["before the restart"])) as served:
         async with served.client() as client:
             ident = (await client.post("/api/sessions", json={})).json()["id"]
             before = await run_turn(served, client, ident, "one")
-    with serving(tmp_path / "s", tmp_path / "w", model=ScriptedModel(["after the restart"])) as served:
+    async with serving_async(tmp_path / "s", tmp_path / "w", backend=anyio_backend, model=ScriptedModel(["after the restart"])) as served:
         async with served.client() as client:
             listed = (await client.get("/api/sessions")).json()["sessions"]
             assert [(s["id"], s["status"], s["last_seq"]) for s in listed] == [(ident, "stored", seqs(before)[-1])]
@@ -215,17 +221,17 @@ async def test_reconnecting_after_a_server_restart_resumes_the_session(tmp_path:
     assert shown["title"] == "one"
 
 
-async def test_a_resumed_session_keeps_the_model_it_was_created_with(tmp_path: Path) -> None:
+async def test_a_resumed_session_keeps_the_model_it_was_created_with(tmp_path: Path, anyio_backend: str) -> None:
     """A session created with a model of its own still uses it after a restart (the server's
     default model is another)."""
     (tmp_path / "w").mkdir()
-    with serving(tmp_path / "s", tmp_path / "w", model=ScriptedModel(["first"])) as served:
+    async with serving_async(tmp_path / "s", tmp_path / "w", backend=anyio_backend, model=ScriptedModel(["first"])) as served:
         async with served.client() as client:
             ident = (await client.post("/api/sessions", json={"model": "scripted/alpha"})).json()["id"]
             await run_turn(served, client, ident, "one")
         first_model = served.model.requests[-1].model
     second = ScriptedModel(["second"])
-    with serving(tmp_path / "s", tmp_path / "w", model=second) as served:
+    async with serving_async(tmp_path / "s", tmp_path / "w", backend=anyio_backend, model=second) as served:
         async with served.client() as client:
             await run_turn(served, client, ident, "two")
             shown = (await client.get(f"/api/sessions/{ident}")).json()
@@ -239,13 +245,7 @@ async def test_the_frame_window_stays_bounded_while_frames_stay_exact() -> None:
     and every frame, cached or encoded again, is the event's."""
     model = ScriptedModel([ScriptedModel.text("z" * (300 * 40_000), chunks=300)])  # 300 chunks of 40 KB
 
-    class Model:
-        name = "model"
-
-        def start(self, ctx: Context) -> None:
-            ctx.llm.register_adapter(model.provider, model)
-
-    async with Harness(config={}, plugins=[Model()], autoload=False) as ctx:
+    async with Harness(config={}, plugins=[ModelPlugin(model)], autoload=False) as ctx:
         handle = await ctx.agents.create("s", agent_options=AgentOptions(model="scripted/any"))
         await handle.agent.run("big")
         session = handle.agent.session
@@ -261,3 +261,36 @@ async def test_the_frame_window_stays_bounded_while_frames_stay_exact() -> None:
         again = [encode_frame(event) for event in session.events]
     assert b"".join(frames) == b"".join(again)
     assert tail._frame(0) == again[0]  # dropped from the window: encoded again, the same
+
+
+async def test_followers_at_the_live_end_write_one_shared_block_per_round() -> None:
+    """Followers woken together wait for the same round and send the same bytes object, joined once:
+    what a follower costs is one write per round, however many events the round holds."""
+    model = ScriptedModel([ScriptedModel.text("r" * 3000, chunks=3000)], checkpoints=True)
+
+    async with Harness(config={}, plugins=[ModelPlugin(model)], autoload=False) as ctx:
+        tails = LogTails()
+        ctx.register_plugin(tails, name="tails")
+        handle = await ctx.agents.create("s", agent_options=AgentOptions(model="scripted/any"))
+        tail = tails.of(handle.agent.session)
+        writes: list[list[bytes]] = [[], [], []]
+
+        async def follower(index: int) -> None:
+            async with aclosing(tail.follow(-1, flush_interval=0.05)) as stream:
+                async for block in stream:
+                    writes[index].append(block)
+                    if b"event: turn/end" in block:
+                        return
+
+        async with anyio.create_task_group() as tg:
+            for index in range(3):
+                tg.start_soon(follower, index)
+            await anyio.wait_all_tasks_blocked()  # all three wait at the live end of the empty log
+            await handle.agent.run("stream")
+        expected = b"".join(encode_frame(event) for event in handle.agent.session.events)
+    for blocks in writes:
+        assert b"".join(blocks) == expected
+        assert len(blocks) < len(handle.agent.session.events) // 10  # rounds, not an event per write
+    first, *others = writes
+    for blocks in others:
+        assert [id(block) for block in blocks] == [id(block) for block in first]  # the same objects

@@ -292,3 +292,68 @@ def test_a_file_edit_shows_a_diff_and_a_failed_one_shows_none(tab: Tab, served: 
     expect(bad).to_have_attribute("data-state", "error")
     expect(bad.locator(".diff")).to_have_count(0)
     expect(page.locator(".msg.assistant").last).to_contain_text("edited")
+
+
+def test_the_todo_list_shows_the_latest_plan_and_survives_a_reload(tab: Tab, served: Served) -> None:
+    """Each todo_write replaces the list shown above the chat; a reload shows the latest one again."""
+    first = [
+        {"id": "a", "content": "read the code", "status": "in_progress"},
+        {"id": "b", "content": "write <b>the</b> fix", "status": "pending"},
+    ]
+    later = [
+        {"id": "a", "content": "read the code", "status": "completed"},
+        {"id": "b", "content": "write <b>the</b> fix", "status": "in_progress"},
+    ]
+    served.model.add(
+        ScriptedModel.tool_call("todo_write", {"todos": first}),
+        ScriptedModel.tool_call("todo_write", {"todos": later}),
+        "planned",
+    )
+    page = tab.open()
+    ident = _new_session(page)
+    expect(page.locator("#todos")).to_be_hidden()
+    _say(page, "plan it")
+    expect(page.locator(".msg.assistant").last).to_contain_text("planned")
+    todos = page.locator("#todos .todo")
+    expect(todos).to_have_count(2)
+    expect(todos.nth(0)).to_have_attribute("data-status", "completed")
+    expect(todos.nth(1)).to_have_attribute("data-status", "in_progress")
+    expect(todos.nth(1).locator(".todo-text")).to_have_text("write <b>the</b> fix")  # text, not HTML
+    expect(page.locator("#todos .todos-title")).to_have_text("Plan · 1 open of 2")
+    page.reload()
+    expect(page.locator("#session-title")).to_have_text(ident)
+    expect(todos.nth(0)).to_have_attribute("data-status", "completed")
+    expect(page.locator("#todos")).to_be_visible()
+
+
+def test_a_question_card_is_answered_with_an_option_and_typed_text(tab: Tab, served: Served) -> None:
+    """ask_user shows a card (options to pick, a box to type); a reload mid-wait shows it again; an
+    unanswered question is refused in the page; the answers reach the model and the card shows them."""
+    questions = [
+        {"id": "db", "question": "Which database?", "options": ["postgres", "sqlite"]},
+        {"id": "extras", "question": "Which extras?", "options": ["docs", "tests"], "multi_select": True},
+        {"id": "name", "question": "Project name?"},
+    ]
+    served.model.add(ScriptedModel.tool_call("ask_user", {"questions": questions}), "set up")
+    page = tab.open()
+    ident = _new_session(page)
+    _say(page, "set it up")
+    card = page.locator('.question[data-call-id="call_1"]')
+    expect(card).to_contain_text("Which database?")
+    page.reload()  # asked and logged: the card comes back
+    expect(page.locator("#session-title")).to_have_text(ident)
+    card.locator('input[type="radio"][value="sqlite"]').check()
+    card.locator('input[type="checkbox"][value="docs"]').check()
+    card.locator('input[type="checkbox"][value="tests"]').check()
+    card.locator(".question-submit").click()
+    expect(card.locator(".question-error")).to_contain_text("Project name?")
+    expect(card).to_have_attribute("data-state", "pending")
+    card.locator('[data-question-id="name"] .question-other').fill("zebra")
+    card.locator(".question-submit").click()
+    expect(card).to_have_attribute("data-state", "answered")
+    expect(card).to_contain_text("answered by serve")
+    expect(card.locator(".question-answer")).to_have_text(["sqlite", "docs, tests", "zebra"])
+    expect(page.locator(".msg.assistant").last).to_contain_text("set up")
+    told = str(served.model.requests[-1].messages[-1].content)
+    assert "zebra" in told
+    assert "sqlite" in told

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import importlib.metadata as importlib_metadata
+import os
 import subprocess
 import sys
+import threading
+from pathlib import Path
 
 import dsh_serve
 import pytest
-from dsh_serve import ServeConfig, ServePlugin
+from dsh_serve import ServeConfig, ServePlugin, open_app
+from dsh_serve._server import bind, running_server
 
 from dsh_core import ConfigError, Harness
 
@@ -50,7 +54,22 @@ async def test_the_table_is_read_and_checked() -> None:
         assert plugin.config == ServeConfig(
             token="t0ken", allowed_origins=("https://app.example",), max_body_bytes=4096, heartbeat=5
         )
-    for bad, key in (({"heartbeat": 0}, "heartbeat"), ({"token": "has space"}, "token"), ({"allowed_origins": ["nope"]}, "allowed_origins")):
+    for bad, key in (({"heartbeat": 0}, "heartbeat"), ({"token": "has space"}, "token"), ({"allowed_origins": ["nope"]}, "allowed_origins"), ({"io_niceness": 20}, "io_niceness")):
         with pytest.raises(ConfigError, match=key):
             async with Harness(config={"plugins": {"serve": bad}}, plugins=[ServePlugin()], autoload=False):
                 pass
+
+
+async def test_the_socket_thread_runs_at_io_niceness_and_the_harness_thread_does_not(tmp_path: Path) -> None:
+    """uvicorn's thread is not the harness's, and only it is niced (Linux sets nice per thread)."""
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    async with Harness(config={}, plugins=[], autoload=False) as ctx:
+        config = ServeConfig(io_niceness=7)
+        async with open_app(ctx, config=config, token="t", model="scripted/any", cwd=tmp_path) as app:
+            with bind("127.0.0.1", 0) as sock:
+                async with running_server(app, sock) as running:
+                    assert running.thread_id is not None
+                    assert running.thread_id != threading.get_native_id()
+                    socket_thread = os.getpriority(os.PRIO_PROCESS, running.thread_id)
+    assert socket_thread == max(7, own)  # raising one's own nice needs no privilege; lowering it does
+    assert os.getpriority(os.PRIO_PROCESS, 0) == own

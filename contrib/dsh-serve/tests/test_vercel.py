@@ -142,3 +142,30 @@ async def test_bad_chat_bodies_are_422(served: Served) -> None:
         refused = await anonymous.post("/api/chat", json={"id": "c", "messages": []})
     assert [a.status_code for a in answers] == [422, 422, 422]
     assert refused.status_code == 401
+
+
+async def test_steering_the_inbox_and_compaction_are_data_dsh_parts(served: Served) -> None:
+    """What the UI message stream has no part for comes as ``data-dsh-*`` parts of the turn's
+    message: the queued steer (one part, kept by its id), the steering, a compaction."""
+    served.model.add(ScriptedModel.tool_call("wait_gate", {}), "steered reply")
+    async with anyio.create_task_group() as tg:
+        steps: list[dict[str, Any]] = []
+
+        async def run() -> None:
+            steps.extend(await chat(served, "chat-6", [{"send": "start"}]))
+
+        tg.start_soon(run)
+        await served.wait_gate_entered()
+        async with served.client() as client:
+            await client.post("/api/sessions/chat-6/steer", json={"content": "go right", "id": "steer-1"})
+        compaction = await served.append_compaction("chat-6")
+        await served.open_gate()
+    (step,) = steps
+    assert step["status"] == "ready", step
+    parts = [p for p in assistant(step)["parts"] if p["type"].startswith("data-dsh-")]
+    by_type = {(p["type"], p["id"]): p["data"] for p in parts}
+    assert by_type[("data-dsh-inbox", "steer-1")] == {"state": "queued", "kind": "steer", "text": "go right"}
+    (steering,) = [p["data"] for p in parts if p["type"] == "data-dsh-steering"]
+    assert (steering["text"], steering["queuedId"]) == ("go right", "steer-1")
+    assert by_type[("data-dsh-compaction", f"compaction-{compaction}")]["tokens_after"] == 1200
+    assert assistant(step)["parts"][-1] == {"type": "text", "text": "steered reply", "state": "done"}

@@ -102,6 +102,7 @@ class Transcript {
     this.tools = new Map(); // call id -> card
     this.pending = new Map(); // queued id -> element
     this.approvals = new Map(); // call id -> approval card
+    this.questions = new Map(); // call id -> question card
     this.frame = null;
     this.dirty = new Set();
   }
@@ -154,6 +155,15 @@ class Transcript {
         break;
       case "approval/resolved":
         this.approvalResolved(data);
+        break;
+      case "todo/updated":
+        showTodos(data.todos);
+        break;
+      case "question/asked":
+        this.questionCard(data);
+        break;
+      case "question/answered":
+        this.questionAnswered(data);
         break;
       default:
         break;
@@ -352,10 +362,106 @@ class Transcript {
     card.replaceChildren(el("div", "approval-title", card.querySelector(".approval-title").textContent), el("div", "approval-outcome", text));
   }
 
+  questionCard(data) {
+    // ask_user's questions: options to pick (one, or several for multi_select) or an answer typed
+    const card = el("div", "question");
+    card.dataset.callId = data.call_id;
+    card.dataset.state = "pending";
+    card.append(el("div", "question-title", "The agent asks"));
+    const fields = [];
+    for (const question of data.questions) {
+      const field = el("fieldset", "question-item");
+      field.dataset.questionId = question.id;
+      field.append(el("legend", "", question.question));
+      const kind = question.multi_select ? "checkbox" : "radio";
+      for (const option of question.options || []) {
+        const label = el("label", "question-option");
+        const input = el("input");
+        input.type = kind;
+        input.name = `${data.call_id}/${question.id}`;
+        input.value = option;
+        label.append(input, document.createTextNode(` ${option}`));
+        field.append(label);
+      }
+      const other = el("input", "question-other");
+      other.placeholder = question.options?.length ? "or type an answer" : "your answer";
+      other.setAttribute("aria-label", `answer to: ${question.question}`);
+      field.append(other);
+      fields.push({ question, field, other });
+      card.append(field);
+    }
+    const problem = el("div", "question-error");
+    const submit = el("button", "question-submit", "Answer");
+    submit.type = "button";
+    submit.addEventListener("click", async () => {
+      const answers = {};
+      for (const { question, field, other } of fields) {
+        const picked = [...field.querySelectorAll("input:checked")].map((input) => input.value);
+        const typed = other.value.trim();
+        if (question.multi_select) {
+          if (typed) picked.push(typed);
+          if (picked.length) answers[question.id] = picked;
+        } else if (typed || picked.length) {
+          answers[question.id] = typed || picked[0];
+        }
+        if (!(question.id in answers)) {
+          problem.textContent = `answer every question ("${question.question}" has no answer)`;
+          return;
+        }
+      }
+      try {
+        await api("POST", `/api/sessions/${encodeURIComponent(current)}/questions/${encodeURIComponent(data.call_id)}`, { answers });
+        problem.textContent = "";
+      } catch (error) {
+        problem.textContent = error.message;
+      }
+    });
+    card.append(submit, problem);
+    this.questions.set(data.call_id, { card, questions: data.questions });
+    const tool = this.tools.get(data.call_id);
+    if (tool) tool.after(card);
+    else this.root.append(card);
+  }
+
+  questionAnswered(data) {
+    const asked = this.questions.get(data.call_id);
+    if (!asked) return;
+    const { card, questions } = asked;
+    card.dataset.state = "answered";
+    const outcome = el("ul", "question-answers");
+    for (const question of questions) {
+      const answer = data.answers[question.id];
+      const shown = answer === undefined ? "(no answer)" : Array.isArray(answer) ? answer.join(", ") : answer;
+      const item = el("li");
+      item.append(el("span", "question-text", question.question), el("span", "question-answer", shown));
+      outcome.append(item);
+    }
+    const by = Object.keys(data.answers).length ? `answered by ${data.by}` : `closed by ${data.by}, unanswered`;
+    card.replaceChildren(el("div", "question-title", "The agent asked"), outcome, el("div", "question-outcome", by));
+  }
+
   scroll() {
     const root = this.root;
     if (root.scrollHeight - root.scrollTop - root.clientHeight < 200) root.scrollTop = root.scrollHeight;
   }
+}
+
+const TODO_MARKS = { pending: "☐", in_progress: "◐", completed: "☑" };
+
+function showTodos(todos) {
+  // the latest todo/updated is the whole list; an empty one hides the panel
+  const panel = $("todos");
+  const list = el("ol");
+  for (const todo of todos) {
+    const item = el("li", "todo");
+    item.dataset.status = todo.status;
+    item.dataset.todoId = todo.id;
+    item.append(el("span", "todo-mark", TODO_MARKS[todo.status] || "?"), el("span", "todo-text", todo.content));
+    list.append(item);
+  }
+  const open = todos.filter((todo) => todo.status !== "completed").length;
+  panel.replaceChildren(el("div", "todos-title", `Plan · ${open} open of ${todos.length}`), list);
+  panel.hidden = todos.length === 0;
 }
 
 function reasoningNode(text) {
@@ -403,6 +509,7 @@ async function openSession(id) {
   $("status").dataset.status = "idle";
   transcript = new Transcript($("transcript"));
   $("transcript").replaceChildren();
+  showTodos([]);
   for (const li of document.querySelectorAll("#sessions li")) li.classList.toggle("selected", li.dataset.sessionId === id);
   updateComposer();
   const source = new EventSource(`/api/sessions/${encodeURIComponent(id)}/events?token=${encodeURIComponent(token)}`);
@@ -423,7 +530,7 @@ async function openSession(id) {
 const EVENT_TYPES = [
   "turn/start", "turn/end", "inbox/queued", "inbox/cleared", "user/message", "steering/message",
   "context/message", "assistant/chunk", "assistant/message", "tool/call", "tool/result",
-  "approval/requested", "approval/resolved",
+  "approval/requested", "approval/resolved", "todo/updated", "question/asked", "question/answered",
 ];
 
 // ------------------------------------------------------------------ the composer
