@@ -42,8 +42,11 @@ def ping() -> str:
 
 
 @contextlib.asynccontextmanager
-async def open_dsh(base_url: str, *, persist_root: str | None = None) -> AsyncIterator[Turn]:
-    """dsh with the ``openai`` adapter plugin (and ``persistence-jsonl`` under ``persist_root``).
+async def open_dsh(
+    base_url: str, *, persist_root: str | None = None, http_transport: str | None = None
+) -> AsyncIterator[Turn]:
+    """dsh with the ``openai`` adapter plugin (and ``persistence-jsonl`` under ``persist_root``;
+    ``http_transport`` is the plugin's option of that name, left out when ``None``).
 
     The plugins are found by entry point name, as a user's harness finds them, so a tree whose
     distributions or import packages are named otherwise runs the same code.
@@ -54,7 +57,10 @@ async def open_dsh(base_url: str, *, persist_root: str | None = None) -> AsyncIt
 
     found = {point.name: point for point in entry_points(group="dsh")}
     plugins: list[Any] = [found["openai"].load()]
-    config: dict[str, Any] = {"plugins": {"openai": {"providers": {"e2e": {"base_url": base_url}}}}}
+    openai: dict[str, Any] = {"providers": {"e2e": {"base_url": base_url}}}
+    if http_transport is not None:
+        openai["http_transport"] = http_transport
+    config: dict[str, Any] = {"plugins": {"openai": openai}}
     if persist_root is not None:
         plugins.append(found["persistence-jsonl"].load())
         config["plugins"]["persistence-jsonl"] = {"root": persist_root}

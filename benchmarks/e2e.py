@@ -96,6 +96,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
     parser.add_argument("--backend", default="asyncio", help=argparse.SUPPRESS)
     parser.add_argument("--persist", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--http-transport", help=argparse.SUPPRESS)
+    parser.add_argument("--uvloop", action="store_true", help=argparse.SUPPRESS)
     return parser.parse_args()
 
 
@@ -177,10 +179,13 @@ def child(args: argparse.Namespace) -> None:
         with tempfile.TemporaryDirectory(prefix="dsh-e2e-") as root:
             if args.persist:
                 options["persist_root"] = root
+            if args.http_transport:
+                options["http_transport"] = args.http_transport
             async with contenders.OPENERS[args.child](args.base_url, **options) as turn:
                 return await measure(turn, args)
 
-    figures: dict[str, Any] = anyio.run(run, backend=args.backend)
+    loop_options = {"use_uvloop": True} if args.uvloop else {}
+    figures: dict[str, Any] = anyio.run(run, backend=args.backend, backend_options=loop_options)
     if args.child == "dsh":
         import dsh_core
 
@@ -286,6 +291,7 @@ def contenders(args: argparse.Namespace, shims: Path) -> list[Contender]:
     this_python = _python_of(HERE)
     chosen = [
         Contender("floor-socket", "floor-socket", this_python, str(HERE)),
+        Contender("floor-socket-uvloop", "floor-socket", this_python, str(HERE), "--uvloop"),
         Contender("floor-httpx", "floor-httpx", this_python, str(HERE)),
     ]
     trees = [("", HERE)] + ([("base:", args.baseline_tree.resolve())] if args.baseline_tree else [])
@@ -296,6 +302,11 @@ def contenders(args: argparse.Namespace, shims: Path) -> list[Contender]:
             Contender(f"{prefix}dsh-jsonl", "dsh", python, path, "--persist", tree=tree),
             Contender(f"{prefix}dsh-trio", "dsh", python, path, "--backend", "trio", tree=tree),
         ]
+        if not prefix:  # this tree's alternatives (issue 36): options main does not know
+            chosen += [
+                Contender("dsh-httpx", "dsh", python, path, "--http-transport", "httpx", tree=tree),
+                Contender("dsh-uvloop", "dsh", python, path, "--uvloop", tree=tree),
+            ]
     chosen = [contender for contender in chosen if wanted(contender.name, only)]
     peers = [peer for peer in PEERS if wanted(peer, only)]
     if peers:
@@ -350,7 +361,7 @@ def ratio(top: float | None, bottom: float | None) -> str:
 def ratio_rows(medians: dict[str, dict[str, float | None]]) -> list[tuple[str, str, str]]:
     """(label, numerator, denominator) of each ratio line the run can print."""
     rows: list[tuple[str, str, str]] = []
-    for dsh in ("dsh", "dsh-jsonl", "dsh-trio"):
+    for dsh in ("dsh", "dsh-jsonl", "dsh-trio", "dsh-httpx", "dsh-uvloop"):
         if dsh in medians:
             rows += [
                 (f"{dsh}/{floor}", dsh, floor)
