@@ -20,13 +20,16 @@ the median over ``--rounds``. Contenders:
   ``openai`` adapter plugin (httpx, httpx-sse) through the loop and the session log; with
   ``--baseline-tree PATH`` (another checkout, e.g. ``git worktree add /tmp/main main``) the same
   three again as ``base:dsh``... from that tree's code (its own ``.venv`` if it has one), for
-  "same run vs main" ratios;
+  "same run vs main" ratios. This tree's alternatives run beside them: ``dsh-httpx`` (the
+  plugin's ``http_transport = "httpx"``: httpx's own transport on asyncio) and ``dsh-uvloop``
+  (asyncio on uvloop's event loop, as the CLI and ``dsh serve`` run);
 * ``openai-agents``, ``pydantic-ai``, ``langchain`` (``create_agent`` over ``langchain-openai``),
   each with its own OpenAI client, on asyncio. They live in a benchmark venv of their own
   (``--peers-venv``, made and filled from PyPI on first use; ``--no-install`` never installs); a peer
   that cannot be installed or fails is skipped with a printed line, never an error;
-* ``floor-socket`` (asyncio streams on a raw socket + ``json.loads``) and ``floor-httpx`` (bare
-  httpx ``aiter_lines`` + ``json.loads``): the least any client pays for the same stream.
+* ``floor-socket`` (asyncio streams on a raw socket + ``json.loads``; ``floor-socket-uvloop`` the
+  same on uvloop) and ``floor-httpx`` (bare httpx ``aiter_lines`` + ``json.loads``, httpx's own
+  transport): the least any client pays for the same stream.
 
 ``--only dsh,floor`` runs the contenders whose names start with one of those words (``peers``
 names the three peers); ``--json`` prints the medians as one object. Figures only, never asserted.
