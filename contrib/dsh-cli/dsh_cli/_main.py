@@ -76,7 +76,18 @@ def _run_async(fn: Callable[..., Awaitable[int]], *args: Any, **kwargs: Any) -> 
     async def runner() -> int:
         return await fn(*args, **kwargs)
 
-    return anyio.run(runner, backend="asyncio")
+    return anyio.run(runner, backend="asyncio", backend_options=event_loop_options())
+
+
+def event_loop_options() -> dict[str, bool]:
+    """anyio's asyncio options for a command: uvloop's event loop when it is installed.
+
+    Every streamed chunk is a wake-up of the event loop, and uvloop's (libuv, in C) costs a
+    fraction of asyncio's own (``docs/plugins/openai.md``, "Transports", has the figures).
+    """
+    import importlib.util
+
+    return {"use_uvloop": importlib.util.find_spec("uvloop") is not None}
 
 
 def _command_name(argv: Sequence[str]) -> str | None:

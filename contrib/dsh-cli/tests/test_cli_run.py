@@ -447,3 +447,16 @@ def test_continue_picks_this_workspaces_latest_session(
     assert users == ["remember 42", "which number?"]
     both = run_dsh("run", "-c", "-r", "x", "y", cwd=project, env=dsh_env)
     assert both.returncode == 2, "--continue and --resume exclude each other"
+
+
+def test_commands_run_on_uvloop_when_it_is_installed() -> None:
+    """Every command's event loop is uvloop's (installed with dsh-cli on CPython, not on Windows)."""
+    import asyncio
+
+    import uvloop
+    from dsh_cli._main import _run_async
+
+    async def loop_is_uvloop() -> int:
+        return int(isinstance(asyncio.get_running_loop(), uvloop.Loop))
+
+    assert _run_async(loop_is_uvloop) == 1

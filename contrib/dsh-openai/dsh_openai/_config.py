@@ -36,6 +36,7 @@ from dsh_core.llm import ModelInfo, Prices
 __all__ = [
     "BUILTIN_PROVIDERS",
     "Dialect",
+    "HttpTransport",
     "ModelConfig",
     "OpenAIConfig",
     "ProviderConfig",
@@ -49,6 +50,8 @@ __all__ = [
 #: every tool-call message, no ``temperature`` while thinking, the retired model aliases;
 #: ``openai``: ``max_completion_tokens``, and reasoning is never sent back.
 Dialect: TypeAlias = Literal["compatible", "deepseek", "openai"]
+#: ``auto``: aiohttp under httpx on asyncio (when ``httpx-aiohttp`` is installed), httpx's own on trio
+HttpTransport: TypeAlias = Literal["auto", "httpx"]
 
 
 def _positive_int(instance: object, attribute: attrs.Attribute[Any], value: int | None) -> None:
@@ -116,6 +119,8 @@ class OpenAIConfig:
     #: look up the prices of a model with none in the table in the ``genai-prices`` registry
     #: (its data ships with the package: no network)
     price_registry: bool = True
+    #: what carries the HTTP requests under httpx (see ``HttpTransport``)
+    http_transport: HttpTransport = "auto"
 
 
 @attrs.frozen(kw_only=True)

@@ -11,7 +11,8 @@ Statuses: 429 → ``RATE_LIMIT`` (with ``retry_after`` from ``Retry-After`` or `
 401/403 → ``AUTH``, 408 → ``TIMEOUT``, a 4xx whose message speaks of the context length →
 ``CONTEXT_WINDOW_EXCEEDED``, other 4xx → ``BAD_REQUEST``, 5xx → ``SERVER``. Exceptions, most specific
 first: httpx timeouts → ``TIMEOUT``, other httpx transport errors (refused connection, a stream cut
-mid-way) → ``TRANSPORT``, anything else → ``UNKNOWN``. Every message names the provider and keeps
+mid-way) → ``TRANSPORT``, the same for the aiohttp errors behind the aiohttp transport's, anything
+else → ``UNKNOWN``. Every message names the provider and keeps
 its own words, and the request id when the response carried one.
 """
 
@@ -21,6 +22,7 @@ import email.utils
 import json
 import math
 import re
+import sys
 import time
 from collections.abc import Mapping
 from typing import Any, Final
@@ -190,6 +192,9 @@ def failure_from_exception(provider: str, url: str, exc: Exception) -> Failure:
     import httpx_sse
 
     why = str(exc) or type(exc).__name__
+    aiohttp_error = _aiohttp_error(exc)
+    if aiohttp_error is not None:
+        return _failure_from_aiohttp(provider, url, aiohttp_error)
     if isinstance(exc, httpx.ConnectTimeout):
         return Failure(f"{provider}: connecting to {url} timed out ({why})", "TIMEOUT")
     if isinstance(exc, httpx.TimeoutException):
@@ -199,3 +204,34 @@ def failure_from_exception(provider: str, url: str, exc: Exception) -> Failure:
     if isinstance(exc, httpx.TransportError | httpx.DecodingError | httpx_sse.SSEError):
         return Failure(f"{provider}: the connection to {url} failed mid-response: {why}", "TRANSPORT")
     return Failure(f"{provider}: {type(exc).__name__}: {why}", "UNKNOWN")
+
+
+def _aiohttp_error(exc: BaseException) -> BaseException | None:
+    """The aiohttp error behind ``exc`` (itself, or the cause httpx-aiohttp mapped it from), if any.
+
+    httpx-aiohttp maps aiohttp's errors to httpx's, but not always to the right one (it maps
+    every ``ClientConnectionError``, a refused connection and a server that hung up included, to
+    ``httpx.ConnectTimeout``), so the cause decides. aiohttp is looked up, never imported: only the
+    aiohttp transport raises its errors.
+    """
+    aiohttp = sys.modules.get("aiohttp")
+    if aiohttp is None:
+        return None
+    client_error: type[BaseException] = aiohttp.ClientError
+    for candidate in (exc, exc.__cause__):
+        if isinstance(candidate, client_error):
+            return candidate
+    return None
+
+
+def _failure_from_aiohttp(provider: str, url: str, exc: BaseException) -> Failure:
+    import aiohttp
+
+    why = str(exc) or type(exc).__name__
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        return Failure(f"{provider}: connecting to {url} timed out ({why})", "TIMEOUT")
+    if isinstance(exc, aiohttp.ServerTimeoutError):  # the socket-read timeouts included
+        return Failure(f"{provider}: no data from {url} within the timeout ({type(exc).__name__})", "TIMEOUT")
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return Failure(f"{provider}: cannot connect to {url}: {why}", "TRANSPORT")
+    return Failure(f"{provider}: the connection to {url} failed mid-response: {why}", "TRANSPORT")

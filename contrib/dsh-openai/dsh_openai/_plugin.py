@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from ._adapter import OpenAIAdapter
 from ._config import OpenAIConfig, resolve_providers
+from ._transport import make_transport
 
 if TYPE_CHECKING:
     import httpx
@@ -25,8 +26,9 @@ class OpenAIPlugin:
     command that makes none never imports httpx, and ``dsh run`` makes one client, not one per
     provider) and closed when the plugin stops, after its adapter is unregistered; an adapter of a
     stopped plugin makes no new client. Nothing touches the network or reads an API key before a
-    request is made. ``transport`` replaces the network for every client (tests pass an
-    ``httpx.MockTransport``).
+    request is made. On asyncio a client's transport is aiohttp's (``http_transport = "auto"``,
+    when ``httpx-aiohttp`` is installed: ``_transport`` says why), on trio httpx's own.
+    ``transport`` replaces the network for every client (tests pass an ``httpx.MockTransport``).
     """
 
     name = "openai"
@@ -73,8 +75,12 @@ class _Clients:
             import httpx
 
             timeout = httpx.Timeout(self._config.timeout, connect=self._config.connect_timeout)
-            verify = self._verify(base_url) if self._transport is None else True
-            client = httpx.AsyncClient(timeout=timeout, verify=verify, transport=self._transport)
+            if self._transport is None:
+                verify = self._verify(base_url)
+                transport = make_transport(self._config.http_transport, verify)
+                client = httpx.AsyncClient(timeout=timeout, verify=verify, transport=transport)
+            else:
+                client = httpx.AsyncClient(timeout=timeout, transport=self._transport)
             self._made.append(client)
             return client
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import ssl
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -10,6 +11,7 @@ import anyio.to_thread
 import httpx
 import pytest
 from dsh_openai import OpenAIAdapter
+from dsh_openai._transport import make_transport, on_asyncio
 from dsh_openai.testing import PATIENCE, LlmServer, Reply, chunk, sse
 
 from dsh_core.llm import FailureCode, ModelInfo
@@ -99,6 +101,19 @@ async def test_openai_adapter_conforms(llm_server: LlmServer, failure_code: Fail
     assert len(llm_server.requests) == 8
     tool_request = llm_server.requests[1].body
     assert tool_request["tools"][0]["function"]["name"] == "get_weather"
+
+
+async def test_openai_adapter_conforms_over_the_plugins_transport(llm_server: LlmServer) -> None:
+    """The same check through the transport the plugin picks: aiohttp's on asyncio, httpx's on trio."""
+    verify = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    transport = make_transport("auto", verify)
+    assert (transport is not None) == on_asyncio()
+    async with httpx.AsyncClient(timeout=5.0, verify=verify, transport=transport) as client:
+        await check_llm_adapter(
+            local_adapter(llm_server, client), LlmServerScript(llm_server), model="small", provider="local"
+        )
+    assert not llm_server.replies
+    assert len(llm_server.requests) == 8
 
 
 def test_llm_server_script_is_a_conformance_script(llm_server: LlmServer) -> None:

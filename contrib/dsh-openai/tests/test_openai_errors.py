@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 from typing import Any, TypeAlias
 
+import aiohttp
 import anyio
 import anyio.lowlevel
 import httpx
@@ -14,6 +15,7 @@ import pytest
 from dsh_openai import OpenAIPlugin
 from dsh_openai._errors import failure_from_exception, failure_from_status, parse_retry_after
 from dsh_openai.testing import LlmServer, Reply, chunk, sse
+from httpx_aiohttp.transport import map_aiohttp_exceptions
 
 from dsh_core import Context, Harness, Text, UserMessage
 from dsh_core.llm import Failure, Finish, LlmRequest, TextDelta
@@ -125,6 +127,26 @@ def test_unexpected_exceptions_are_unknown() -> None:
     """An exception that is not httpx's becomes UNKNOWN naming its type."""
     failure = failure_from_exception("p", "http://x", KeyError("k"))
     assert (failure.code, failure.message) == ("UNKNOWN", "p: KeyError: 'k'")
+
+
+@pytest.mark.parametrize(
+    ("error", "code", "words"),
+    [
+        (aiohttp.ServerDisconnectedError(), "TRANSPORT", "failed mid-response"),
+        (aiohttp.ClientPayloadError("cut"), "TRANSPORT", "failed mid-response"),
+        (aiohttp.SocketTimeoutError("read"), "TIMEOUT", "no data from http://x within the timeout"),
+        (aiohttp.ConnectionTimeoutError("connect"), "TIMEOUT", "connecting to http://x timed out"),
+    ],
+)
+def test_aiohttp_errors_are_classified_by_their_cause(error: Exception, code: str, words: str) -> None:
+    """httpx-aiohttp maps every ClientConnectionError to httpx.ConnectTimeout: its cause decides."""
+    with pytest.raises(httpx.HTTPError) as caught:
+        with map_aiohttp_exceptions():
+            raise error
+    assert isinstance(caught.value, httpx.ConnectTimeout | httpx.ReadError | httpx.ReadTimeout)
+    failure = failure_from_exception("p", "http://x", caught.value)
+    assert failure.code == code
+    assert words in failure.message
 
 
 @pytest.fixture

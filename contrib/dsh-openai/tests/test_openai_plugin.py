@@ -12,6 +12,7 @@ import importlib_metadata
 import pytest
 from dsh_openai import OpenAIAdapter, OpenAIPlugin
 from dsh_openai.testing import LlmServer, chunk
+from httpx_aiohttp import AiohttpTransport
 
 from dsh_core import ConfigError, Harness, Text, UserMessage
 from dsh_core.llm import LlmRequest, ModelInfo
@@ -132,15 +133,21 @@ async def test_a_client_is_made_on_its_providers_first_request_only(
         deepseek.client  # noqa: B018 - the property makes the client
 
 
+def ssl_context_of(client: httpx.AsyncClient) -> ssl.SSLContext:
+    """The TLS context a client's transport connects with (aiohttp's on asyncio, httpx's on trio)."""
+    transport = client._transport  # type: ignore[attr-defined]  # the client's default transport
+    if isinstance(transport, AiohttpTransport):
+        return transport.ssl_context
+    return transport._pool._ssl_context  # type: ignore[no-any-return]  # httpx keeps it there
+
+
 async def test_an_http_provider_trusts_no_certificate_and_https_ones_share_one_context() -> None:
     """A plain http:// provider's client gets a TLS context that verifies and trusts nobody."""
     config = {"plugins": {"openai": {"providers": {"local": {"base_url": "http://127.0.0.1:9/v1"}}}}}
     async with Harness(config=config, plugins=[OpenAIPlugin()], autoload=False) as ctx:
         contexts = {}
         for provider in ("local", "deepseek", "openai"):
-            client = ctx.llm.resolve(f"{provider}/m")[2].client
-            pool = client._transport._pool  # type: ignore[attr-defined]  # httpx keeps the context there
-            contexts[provider] = pool._ssl_context
+            contexts[provider] = ssl_context_of(ctx.llm.resolve(f"{provider}/m")[2].client)
     assert contexts["deepseek"] is contexts["openai"]
     assert contexts["deepseek"].cert_store_stats()["x509_ca"] > 0
     local = contexts["local"]
@@ -148,6 +155,37 @@ async def test_an_http_provider_trusts_no_certificate_and_https_ones_share_one_c
     assert local.check_hostname
     assert local.cert_store_stats()["x509_ca"] == 0
     assert local.get_ca_certs() == []
+
+
+@pytest.mark.parametrize("choice", ["auto", "httpx"])
+async def test_the_transport_is_aiohttps_on_asyncio_and_httpxs_own_on_trio(
+    llm_server: LlmServer, choice: str, anyio_backend: str
+) -> None:
+    """``http_transport = "auto"`` streams over aiohttp on asyncio; ``"httpx"``, and trio, over httpx's own."""
+    config = {
+        "plugins": {
+            "openai": {"http_transport": choice, "providers": {"local": {"base_url": llm_server.base_url}}}
+        }
+    }
+    llm_server.stream(chunk(content="hi"), chunk(finish="stop"))
+    async with Harness(config=config, plugins=[OpenAIPlugin()], autoload=False) as ctx:
+        chunks = [c async for c in ctx.llm.stream(hello("local", "m"))]
+        transport = ctx.llm.resolve("local/m")[2].client._transport  # type: ignore[attr-defined]
+    assert [type(c).__name__ for c in chunks] == ["TextDelta", "Finish"]
+    expected = (
+        AiohttpTransport if choice == "auto" and anyio_backend == "asyncio" else httpx.AsyncHTTPTransport
+    )
+    assert type(transport) is expected
+
+
+async def test_an_unknown_transport_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="http_transport"):
+        async with Harness(
+            config={"plugins": {"openai": {"http_transport": "curl"}}},
+            plugins=[OpenAIPlugin()],
+            autoload=False,
+        ):
+            pass
 
 
 async def test_a_builtin_provider_is_overridden_key_by_key(
