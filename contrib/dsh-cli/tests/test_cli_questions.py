@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from dsh_cli._questions import parse_reply
 
-from .cli_kit import DSH, FakeLlm, spawn_dsh
+from .cli_kit import DSH, FakeLlm, run_dsh, spawn_dsh
 
 pexpect = pytest.importorskip("pexpect")
 
@@ -78,3 +78,43 @@ def test_run_without_a_terminal_tells_the_model_nobody_can_be_asked(
     assert "I will assume sqlite." in done.stdout
     result = [m for m in llm.messages(1) if m["role"] == "tool"]
     assert "nobody can be asked here" in result[-1]["content"]
+
+
+def test_sessions_show_prints_the_todo_list_the_questions_and_the_answers(
+    project: Path, dsh_env: dict[str, str], llm: FakeLlm
+) -> None:
+    """`dsh sessions show` prints todo/updated as a checklist and question/asked, question/answered readably."""
+    plan = [
+        {"id": "ask", "content": "Ask which database", "status": "completed"},
+        {"id": "build", "content": "Build the service", "status": "in_progress"},
+    ]
+    llm.tool_call("todo_write", {"todos": plan})
+    llm.tool_call("ask_user", {"questions": QUESTIONS})
+    llm.text("Building it.")
+    child = spawn_dsh("run", "set up the service", cwd=project, env=dsh_env)
+    try:
+        child.expect("Which database?")
+        child.expect("then Enter: ")
+        child.sendline("2")
+        child.expect("then Enter: ")
+        child.sendline("1,2")
+        child.expect("then Enter: ")
+        child.sendline("widgets")
+        child.expect("Building it.")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    listed = run_dsh("sessions", "list", cwd=project, env=dsh_env).stdout.splitlines()
+    session_id = listed[1].split()[0]  # the one stored session, under the table's header
+    shown = run_dsh("sessions", "show", session_id, cwd=project, env=dsh_env)
+    assert shown.returncode == 0, shown.stderr
+    out = shown.stdout
+    assert "☰ todo 1/2 done" in out, out
+    assert "✔ Ask which database" in out
+    assert "▶ Build the service" in out
+    assert "? Which database?  (sqlite / postgres)" in out
+    assert "? Which extras?  (cache / search; more than one)" in out
+    assert "? What should it be called?" in out
+    assert "answered by cli: db: postgres · extras: cache, search · name: widgets" in out
+    assert "todo/updated" not in out
+    assert "question/asked" not in out
