@@ -296,3 +296,33 @@ async def test_disposed_while_asking_the_turn_stays_parked_and_is_asked_again(tm
             (result,) = _results(agent.session.events)
             assert json.loads(_text(result)) == {"answers": {"db": "postgres"}}
     assert len(model.requests) == 1
+
+
+async def test_a_parked_question_resumed_without_the_plugin_is_closed_not_left_pending(tmp_path: Path) -> None:
+    """Parked with the questions plugin, resumed without it: ask_user is an unknown tool now, and its
+    question is closed ``{}`` by repair instead of staying listed as pending; the turn goes on."""
+    config = {"plugins": {"persistence-jsonl": {"root": str(tmp_path)}}}
+    model = ScriptedModel([ScriptedModel.tool_call("ask_user", {"questions": QUESTIONS[:1]})])
+    async with Harness(config=config, plugins=[PersistencePlugin(), QuestionsPlugin()], autoload=False) as ctx:
+        ctx.llm.register_adapter("scripted", model)
+        handle = await ctx.agents.create("orphan", agent_options=MODEL)
+        watch = _AskedWatch()
+        handle.agent.ctx.register_plugin(watch)
+        handle.agent.send("ask me")
+        await _wait_pending(handle.agent, watch)
+        await handle.dispose()
+    model = ScriptedModel([ScriptedModel.text("I will assume sqlite.")])
+    async with Harness(config=config, plugins=[PersistencePlugin()], autoload=False) as ctx:
+        ctx.llm.register_adapter("scripted", model)
+        async with await ctx.agents.resume("orphan", agent_options=MODEL) as handle:
+            agent = handle.agent
+            assert [q.call_id for q in agent.pending_questions()] == ["call_1"]  # parked: pending again
+            await agent.when_idle()
+            assert agent.pending_questions() == ()
+            events = agent.session.events
+            (result,) = _results(events)
+            assert result.data["error_code"] == "UNKNOWN_TOOL"
+            closed = [thaw_json(e.data) for e in events if e.type == "question/answered"]
+            assert closed == [{"call_id": "call_1", "answers": {}, "by": "repair"}]
+            assert [e.data["reason"]["kind"] for e in events if e.type == "turn/end"] == ["completed"]
+    assert len(model.requests) == 1
