@@ -313,18 +313,12 @@ class ChatScreen:
             clean_line(reason),
             (execution.name, execution.arguments, reason),
         )
-        buffer = self._session.default_buffer
-        typed = buffer.document
-        buffer.reset()
-        self.end_stream()
-        self._question = question
-        self.refresh()
-        try:
-            await question.answered.wait()
-        finally:
-            self._question = None
-            buffer.document = typed
-            self.refresh()
+        with self._modal():
+            self._question = question
+            try:
+                await question.answered.wait()
+            finally:
+                self._question = None
         answer = question.result
         label = {"once": "allowed once", "always": "allowed for this session", "deny": "denied"}[
             answer.choice
@@ -343,19 +337,27 @@ class ChatScreen:
         aside while the chooser is open, and put back after it.
         """
         chooser = Chooser(question)
+        with self._modal():
+            self._chooser = chooser
+            try:
+                await chooser.answered.wait()
+            finally:
+                self._chooser = None
+        return chooser.result
+
+    @contextmanager
+    def _modal(self) -> Iterator[None]:
+        """Within: a question is open in the live area; what was being typed is set aside, and put back after."""
         buffer = self._session.default_buffer
         typed = buffer.document
         buffer.reset()
         self.end_stream()
-        self._chooser = chooser
         self.refresh()
         try:
-            await chooser.answered.wait()
+            yield
         finally:
-            self._chooser = None
             buffer.document = typed
             self.refresh()
-        return chooser.result
 
     def closed(self, execution: ToolExecution, resolved: ApprovalResolvedEvent) -> None:
         """Another answerer won while the question was open (it is gone): say who answered."""
