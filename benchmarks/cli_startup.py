@@ -98,6 +98,17 @@ CAUSES: Mapping[str, tuple[str, ...]] = {
         "dsh_workspace",
     ),
     "importlib.metadata (entry points)": ("importlib_metadata", "zipp", "email", "csv"),
+    "dsh-budget": ("dsh_budget",),
+    "dsh-serve": ("dsh_serve",),
+    "everyday tools (todo, questions, web, skills, spill, jobs)": (
+        "dsh_todo",
+        "dsh_questions",
+        "dsh_web",
+        "dsh_skills",
+        "dsh_spill",
+        "dsh_jobs",
+    ),
+    "yaml (dsh-skills)": ("yaml",),
 }
 
 _IMPORT_LINE = re.compile(r"import time:\s+\d+ \|\s+(\d+) \| (\s*)(\S+)")
@@ -276,9 +287,9 @@ def _breakdown(runs: Mapping[str, _Run], cwd: Path, server: LlmServer, rounds: i
             ).items():
                 best[label][cause] = min(seconds, best[label].get(cause, float("inf")))
     print(f"\nimports of `dsh run` by cause, best of {rounds} each, ms (see CAUSES)")
-    print(f"  {'':<38}" + "".join(f" {label:>24}" for label in runs))
+    print(f"  {'':<58}" + "".join(f" {label:>24}" for label in runs))
     for cause in ("all imports", *CAUSES, "other"):
-        print(f"  {cause:<38}" + "".join(f" {best[label].get(cause, 0.0) * 1e3:24.1f}" for label in runs))
+        print(f"  {cause:<58}" + "".join(f" {best[label].get(cause, 0.0) * 1e3:24.1f}" for label in runs))
 
 
 def _quartiles(values: list[float]) -> tuple[float, float, float]:
