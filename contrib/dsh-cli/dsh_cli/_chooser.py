@@ -68,11 +68,6 @@ class Chooser:
         self.answered.set()
         return True
 
-    def shown_answer(self) -> str:
-        """The answer as one line (a multi-select's options joined by commas)."""
-        chosen = self.result if isinstance(self.result, list) else [self.result]
-        return clean_line(", ".join(chosen))
-
     def lines(self, width: int) -> StyleAndTextTuples:
         """The question, its options (the highlighted one reversed) and the keys, for the live area."""
         parts: StyleAndTextTuples = []
