@@ -29,8 +29,13 @@ $(STAMP): pyproject.toml $(wildcard contrib/*/pyproject.toml)
 	$(BIN)/python -m pip install -q -e '.[test]' $(foreach d,$(CONTRIB),-e $(d))
 	touch $(STAMP)
 
-$(TEST_STAMP): $(STAMP) $(wildcard tests/plugins/*/pyproject.toml)
-	$(BIN)/python -m pip install -q $(foreach d,$(TEST_PLUGINS),-e $(d))
+# The test plugins go into a folder of their own, not the venv's site-packages: only the tests put it
+# on the path (conftest.py, for the processes they start too), so a user's `dsh plugins` never lists
+# them. The uninstall clears a venv made when they were installed into site-packages.
+$(TEST_STAMP): $(STAMP) $(wildcard tests/plugins/*/pyproject.toml tests/plugins/*/*/*.py)
+	-$(BIN)/python -m pip uninstall -q -y $(notdir $(TEST_PLUGINS)) 2>/dev/null
+	rm -rf $(VENV)/test-plugins
+	$(BIN)/python -m pip install -q --no-deps --target $(VENV)/test-plugins $(TEST_PLUGINS)
 	touch $(TEST_STAMP)
 
 $(NODE_STAMP): $(NODE_CLIENTS)/package-lock.json

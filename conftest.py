@@ -1,12 +1,30 @@
-"""Every async test runs on asyncio and on trio; a test may take a program off PATH (``path_without``)."""
+"""Every async test runs on asyncio and on trio; a test may take a program off PATH (``path_without``);
+the test suite's own plugins (``tests/plugins``) are discovered in the tests and the processes they start.
+"""
 
 from __future__ import annotations
 
+import importlib
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+#: where the Makefile installs ``tests/plugins`` (``example``, ``temporal-testkit``): apart from the
+#: venv's site-packages, so a user's ``dsh plugins`` never lists them
+TEST_PLUGINS = Path(sys.prefix) / "test-plugins"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Put the test plugins on the path, here and (``PYTHONPATH``) in every process a test starts."""
+    folder = str(TEST_PLUGINS)
+    if not TEST_PLUGINS.is_dir() or folder in sys.path:
+        return
+    sys.path.append(folder)
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (folder, os.environ.get("PYTHONPATH"))))
+    importlib.invalidate_caches()
 
 
 @pytest.fixture(params=["asyncio", "trio"])

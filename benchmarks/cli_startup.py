@@ -1,12 +1,18 @@
 """How fast ``dsh`` starts: ``dsh run`` to its first byte of output, and ``import dsh_cli``, against a baseline.
 
-Prints, for this tree and a baseline tree measured in the same run (runs interleaved, best of N):
-``python -c pass``; ``python -c "import dsh_cli"``; and the time from starting ``dsh run "hi"`` to
-the first byte of its answer on stdout, the model being an instant one (a loopback
-OpenAI-compatible server, ``dsh_openai.testing.LlmServer``, that answers at once, so what is
-measured is dsh: imports, configuration, plugin starts, session creation, the request, the
-stream). Nothing leaves the machine. Each figure is also given as a ratio to ``python -c pass``
-and to the baseline.
+Prints, for this tree and one or more baseline trees measured in the same run: ``python -c
+pass``; ``python -c "import dsh_cli"``; and the time from starting ``dsh run "hi"`` to the first
+byte of its answer on stdout, the model being an instant one (a loopback OpenAI-compatible server,
+``dsh_openai.testing.LlmServer``, that answers at once, so what is measured is dsh: imports,
+configuration, plugin starts, session creation, the request, the stream). Nothing leaves the
+machine. Each figure is also given as a ratio to ``python -c pass`` and to each baseline.
+
+Two measures of each run: wall time (to the first byte; best and median), and the **CPU time of
+the child process** (user + system, from ``RUSAGE_CHILDREN``, for the whole ``dsh run``), which a
+machine shared with other work disturbs far less than wall time. Rounds are interleaved, the
+trees' order rotating from round to round (so a drift of the machine's load spreads over all of
+them), and each round compares the trees with one another: the verdict is the **median of the
+per-round CPU ratios**, printed with their quartiles so the noise is visible.
 
 Budget (issue 18): this tree's first byte and import time each at most half of the baseline's,
 as a ratio of the totals and of the net figures (less ``python -c pass`` in the same tree: what dsh
@@ -27,9 +33,10 @@ bytecode (``PYTHONPYCACHEPREFIX`` in a temporary directory, warmed first), as an
 lazy import of them (a plugin front that imports its heavy dependencies only when used) would gain.
 
 ``--budget 1.0`` checks "no slower than the baseline" instead (issue 32: against the main it
-started from, ``--baseline /work/main`` or a ref).
+started from, and the main of the same day, ``--baseline DIR --baseline DIR``; ``--baseline`` may
+be given more than once).
 
-    python benchmarks/cli_startup.py [--rounds 15] [--baseline REF|DIR] [--breakdown] [--budget 0.5]
+    python benchmarks/cli_startup.py [--rounds 15] [--baseline REF|DIR ...] [--breakdown] [--budget 0.5]
                                      [--estimate-without temporal,persistence-postgres]
 """
 
@@ -38,6 +45,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -90,6 +98,17 @@ CAUSES: Mapping[str, tuple[str, ...]] = {
         "dsh_workspace",
     ),
     "importlib.metadata (entry points)": ("importlib_metadata", "zipp", "email", "csv"),
+    "dsh-budget": ("dsh_budget",),
+    "dsh-serve": ("dsh_serve",),
+    "everyday tools (todo, questions, web, skills, spill, jobs)": (
+        "dsh_todo",
+        "dsh_questions",
+        "dsh_web",
+        "dsh_skills",
+        "dsh_spill",
+        "dsh_jobs",
+    ),
+    "yaml (dsh-skills)": ("yaml",),
 }
 
 _IMPORT_LINE = re.compile(r"import time:\s+\d+ \|\s+(\d+) \| (\s*)(\S+)")
@@ -164,14 +183,28 @@ def _environment(root: Path) -> dict[str, str]:
     return env
 
 
-def _timed(argv: list[str], env: dict[str, str], cwd: Path) -> float:
+class _Sample(NamedTuple):
+    """One run: wall seconds (to the first byte, for ``dsh run``) and the child's CPU seconds (user + system)."""
+
+    wall: float
+    cpu: float
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _timed(argv: list[str], env: dict[str, str], cwd: Path) -> _Sample:
+    cpu = _children_cpu()
     start = time.perf_counter()
     subprocess.run(argv, env=env, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    return _Sample(time.perf_counter() - start, _children_cpu() - cpu)
 
 
-def _first_byte(dsh: Path, env: dict[str, str], cwd: Path, server: LlmServer) -> float:
+def _first_byte(dsh: Path, env: dict[str, str], cwd: Path, server: LlmServer) -> _Sample:
     server.stream(chunk(content="hello"), chunk(finish="stop"))
+    cpu = _children_cpu()
     start = time.perf_counter()
     process = subprocess.Popen(
         [str(dsh), "run", "hi"],
@@ -189,7 +222,7 @@ def _first_byte(dsh: Path, env: dict[str, str], cwd: Path, server: LlmServer) ->
     if process.wait() != 0 or first != b"h":
         msg = f"{dsh} run failed (status {process.returncode}, first byte {first!r})"
         raise RuntimeError(msg)
-    return elapsed
+    return _Sample(elapsed, _children_cpu() - cpu)
 
 
 def _import_times(dsh: Path, env: dict[str, str], cwd: Path, server: LlmServer) -> dict[str, float]:
@@ -254,14 +287,17 @@ def _breakdown(runs: Mapping[str, _Run], cwd: Path, server: LlmServer, rounds: i
             ).items():
                 best[label][cause] = min(seconds, best[label].get(cause, float("inf")))
     print(f"\nimports of `dsh run` by cause, best of {rounds} each, ms (see CAUSES)")
-    print(f"  {'':<38}" + "".join(f" {label:>24}" for label in runs))
+    print(f"  {'':<58}" + "".join(f" {label:>24}" for label in runs))
     for cause in ("all imports", *CAUSES, "other"):
-        print(f"  {cause:<38}" + "".join(f" {best[label].get(cause, 0.0) * 1e3:24.1f}" for label in runs))
+        print(f"  {cause:<58}" + "".join(f" {best[label].get(cause, 0.0) * 1e3:24.1f}" for label in runs))
 
 
-def _net(best: Mapping[tuple[str, str], float], label: str, name: str) -> float:
-    """``name``'s best time less ``python -c pass``'s in the same tree (never below zero)."""
-    return max(0.0, best[(label, name)] - best[(label, "python -c pass")])
+def _quartiles(values: list[float]) -> tuple[float, float, float]:
+    """The lower quartile, the median and the upper quartile of ``values``."""
+    if len(values) < 2:
+        return values[0], values[0], values[0]
+    low, middle, high = statistics.quantiles(values, n=4)
+    return low, middle, high
 
 
 class _Run(NamedTuple):
@@ -276,7 +312,11 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--baseline", default=DEFAULT_BASELINE, help="a git ref, or a checkout with its venv")
+    parser.add_argument(
+        "--baseline",
+        action="append",
+        help=f"a git ref, or a checkout with its venv; may be repeated (default {DEFAULT_BASELINE})",
+    )
     parser.add_argument(
         "--breakdown", action="store_true", help="also the import time of `dsh run` per cause"
     )
@@ -290,7 +330,7 @@ def main() -> None:
         "their import lazy would gain",
     )
     options = parser.parse_args()
-    base = _baseline_tree(options.baseline)
+    bases = [_baseline_tree(ref) for ref in options.baseline or [DEFAULT_BASELINE]]
     with LlmServer() as server, tempfile.TemporaryDirectory(prefix="dsh-bench-") as tmp:
         root = Path(tmp)
         env = _environment(root)
@@ -298,11 +338,14 @@ def main() -> None:
         if options.estimate_without:
             disabled = f"{env['DSH_DISABLE_PLUGINS']},{options.estimate_without}".strip(",")
             runs[f"without {options.estimate_without}"] = _Run(ROOT, {**env, "DSH_DISABLE_PLUGINS": disabled})
-        baseline = _label(base)
-        runs[baseline] = _Run(base, env)
+        baselines = []
+        for base in bases:
+            label = _label(base)
+            baselines.append(label)
+            runs[label] = _Run(base, env)
         (root / "home").mkdir()
         project = _project(root, server.base_url)
-        probes: dict[str, dict[str, Callable[[], float]]] = {}
+        probes: dict[str, dict[str, Callable[[], _Sample]]] = {}
         for label, (tree, run_env) in runs.items():
             python = tree / ".venv" / "bin" / "python"
             dsh = tree / ".venv" / "bin" / "dsh"
@@ -314,40 +357,62 @@ def main() -> None:
         for measures in probes.values():  # warm up: compile the bytecode, fill the OS caches
             for probe in measures.values():
                 probe()
-        samples: dict[tuple[str, str], list[float]] = {}
-        for _ in range(options.rounds):
-            for label, measures in probes.items():
-                for name, probe in measures.items():
+        labels = list(probes)
+        samples: dict[tuple[str, str], list[_Sample]] = {}
+        for number in range(options.rounds):
+            shift = number % len(labels)  # each round starts with the next tree
+            for label in labels[shift:] + labels[:shift]:
+                for name, probe in probes[label].items():
                     samples.setdefault((label, name), []).append(probe())
-        print(f"dsh startup, best of {options.rounds} (median in brackets), runs interleaved")
-        best = {key: min(values) for key, values in samples.items()}
-        width = max(len(label) for label in runs)
-        for name in ("python -c pass", "import dsh_cli", "dsh run: first byte"):
-            for label in runs:
-                values = samples[(label, name)]
-                ratio = f"  ({best[(label, name)] / best[(label, 'python -c pass')]:.1f}x python -c pass)"
-                print(
-                    f"  {name:<22} {label:<{width}} {best[(label, name)] * 1e3:7.1f} ms"
-                    f"  [{statistics.median(values) * 1e3:7.1f}]{ratio if name != 'python -c pass' else ''}"
-                )
-            if name == "python -c pass":
-                continue
-            for label in runs:
-                if label == baseline:
-                    continue
-                share = best[(label, name)] / best[(baseline, name)]
-                median = statistics.median(samples[(label, name)]) / statistics.median(
-                    samples[(baseline, name)]
-                )
-                # net: what dsh adds to the interpreter's start (python -c pass) in each tree
-                net = _net(best, label, name) / max(_net(best, baseline, name), 1e-6)
-                verdict = "within" if min(share, net) <= options.budget else "OVER"
-                print(
-                    f"  {'':<22} {label} / baseline: {share:.2f} (medians {median:.2f}; "
-                    f"net of python -c pass {net:.2f})  ({verdict} the {options.budget} budget)"
-                )
+        _report(samples, labels, baselines, options.rounds, options.budget)
         if options.breakdown:
             _breakdown(runs, project, server, max(3, options.rounds // 3))
+
+
+def _report(
+    samples: Mapping[tuple[str, str], list[_Sample]],
+    labels: list[str],
+    baselines: list[str],
+    rounds: int,
+    budget: float,
+) -> None:
+    print(f"dsh startup, {rounds} rounds interleaved (the trees' order rotating), ms")
+    print("  wall: best [median]; cpu: the child's user + system, median [best]")
+    width = max(len(label) for label in labels)
+    names = ("python -c pass", "import dsh_cli", "dsh run: first byte")
+    for name in names:
+        for label in labels:
+            values = samples[(label, name)]
+            wall = [sample.wall for sample in values]
+            cpu = [sample.cpu for sample in values]
+            print(
+                f"  {name:<22} {label:<{width}}  wall {min(wall) * 1e3:7.1f} [{statistics.median(wall) * 1e3:7.1f}]"
+                f"  cpu {statistics.median(cpu) * 1e3:7.1f} [{min(cpu) * 1e3:7.1f}]"
+            )
+    for name in names[1:]:
+        print(f"\n  {name}: this tree / baseline, per round (lower quartile, median, upper quartile)")
+        for label in labels:
+            if label in baselines:
+                continue
+            for baseline in baselines:
+                mine, theirs = samples[(label, name)], samples[(baseline, name)]
+                cpu = _quartiles([a.cpu / b.cpu for a, b in zip(mine, theirs, strict=True)])
+                wall = _quartiles([a.wall / b.wall for a, b in zip(mine, theirs, strict=True)])
+                # net: what dsh adds to the interpreter's start (python -c pass) in each tree
+                net_mine = statistics.median(a.cpu for a in mine) - statistics.median(
+                    a.cpu for a in samples[(label, "python -c pass")]
+                )
+                net_theirs = statistics.median(b.cpu for b in theirs) - statistics.median(
+                    b.cpu for b in samples[(baseline, "python -c pass")]
+                )
+                # below a millisecond the difference is the interpreter's noise, not dsh
+                net = f"{net_mine / net_theirs:.3f}" if net_theirs > 1e-3 and net_mine > 0 else "n/a"
+                verdict = "within" if cpu[1] <= budget else "OVER"
+                print(
+                    f"    {label} / {baseline}: cpu {cpu[0]:.3f} {cpu[1]:.3f} {cpu[2]:.3f}"
+                    f" (net of python -c pass {net}); wall {wall[0]:.2f} {wall[1]:.2f} {wall[2]:.2f}"
+                    f"  -> {verdict} the {budget} budget (median cpu ratio)"
+                )
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ Run: `.venv/bin/python benchmarks/temporal.py` (starts a Temporal dev server fro
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
 import subprocess
 import sys
@@ -32,7 +33,6 @@ from pathlib import Path
 from dsh_persistence_jsonl import PersistencePlugin
 from dsh_temporal import RemoteSession, TemporalAgents
 from dsh_temporal.testing import DevServer
-from dsh_temporal_testkit import KitPlugin
 from temporalio.api.enums.v1 import EventType
 
 from dsh_core import AgentOptions, Harness
@@ -40,6 +40,18 @@ from dsh_core import AgentOptions, Harness
 MODEL = AgentOptions(model="scripted/follow")
 TURNS = 30
 SESSIONS = 100
+
+
+#: the test suite's ``temporal-testkit`` plugin: the Makefile installs it apart from the venv's
+#: site-packages (``dsh plugins`` must not list it), so this benchmark puts it on the path itself
+TEST_PLUGINS = str(Path(sys.prefix) / "test-plugins")
+
+
+def use_test_plugins() -> None:
+    """The test plugins found here and in the ``dsh worker`` processes started from here."""
+    if TEST_PLUGINS not in sys.path:
+        sys.path.append(TEST_PLUGINS)
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (TEST_PLUGINS, os.environ.get("PYTHONPATH"))))
 
 
 def worker_config(root: Path, address: str, queue: str, path: Path) -> Path:
@@ -84,6 +96,8 @@ def stop_worker(process: subprocess.Popen[str]) -> None:
 
 async def in_process(root: Path, turns: int, sessions: int) -> tuple[float, float]:
     """Median one-step turn latency, and seconds for one turn in each of ``sessions`` sessions."""
+    from dsh_temporal_testkit import KitPlugin
+
     kit = {"enabled": True, "announce": False}
     config = {"plugins": {"persistence-jsonl": {"root": str(root)}, "temporal-testkit": kit}}
     async with Harness(config=config, plugins=[PersistencePlugin(), KitPlugin()], autoload=False) as ctx:
@@ -185,6 +199,7 @@ async def tail_lag(address: str, root: Path, queue: str, turns: int, *, store: b
 
 
 def main() -> None:
+    use_test_plugins()
     with DevServer() as server, tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         root = folder / "sessions"

@@ -18,7 +18,7 @@ from dsh_core.services.approvals import (
     make_durable,
     resolution_of,
 )
-from dsh_core.services.awaited import NotPendingError
+from dsh_core.services.awaited import NotPendingError, ParkedCalls
 from dsh_core.services.questions import PendingQuestion, answer_question, pending_questions
 from dsh_core.vocabulary import AgentOptions, AgentStatus, Image, Text, TurnOutcome, UserMessage, new_id
 
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Agent"]
 
-_NOTHING_PARKED: frozenset[str] = frozenset()
 
 _DEFAULT_SOURCES: dict[str, dict[str, str]] = {
     "send": {"kind": "user"},
@@ -53,6 +52,7 @@ class Agent:
         "_approvals",
         "_ctx",
         "_options",
+        "_parked",
         "_session",
         "assembly_context",
         "call_config",
@@ -77,6 +77,8 @@ class Agent:
         self.assembly_context: AssemblyContext | None = None
         #: the session's approvals (made from the log on first use; held here so it lives with the agent)
         self._approvals: ApprovalBook | None = None
+        #: the calls a disposal parked, approvals and questions alike (held: the cache is weak)
+        self._parked = ParkedCalls.of(session)
 
     # ------------------------------------------------------------------ what the Agent protocol exposes
 
@@ -254,10 +256,13 @@ class Agent:
         self.machine.check_alive(self.id)
         return await answer_question(self._ctx, self._session, call_id, answers, by=by)
 
-    def approvals_parked(self) -> frozenset[str] | set[str]:
-        """The calls a disposal parked (none if this agent never asked: no book is made for that)."""
-        book = self._approvals
-        return book.parked if book is not None else _NOTHING_PARKED
+    def parked_calls(self) -> set[str]:
+        """The calls whose wait (for approval, for answers) a disposal ended: the loop logs nothing
+        more for them, so their turn stays parked in the log and a resume asks again."""
+        return self._parked.calls
+
+    #: the name this had when only approvals parked calls
+    approvals_parked = parked_calls
 
     @property
     def approvals(self) -> ApprovalBook:

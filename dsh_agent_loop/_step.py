@@ -10,6 +10,7 @@ import attrs
 
 from dsh_core.llm import BlockAssembler, Failure, LlmCallConfig, LlmRequest, Usage
 from dsh_core.services.agents import assemble_context_for
+from dsh_core.services.questions import closed_question, question_log
 from dsh_core.session_log import (
     ApprovalResolvedEvent,
     AssistantChunkEvent,
@@ -148,23 +149,30 @@ async def resume_parked_step(
     """Finish the step a turn was parked in (SPEC §10.1): its calls not yet finished run (the one
     waiting asks again for the same request, no model call is repeated), then the turn goes on."""
     message = parked.message
-    book = agent.approvals
     if interrupts.signal.cancelled:  # cancelled before it was re-opened: its calls end as a cancel ends them
-        for call_id in sorted(parked.waiting):
-            if book.log.answer_of(call_id) is None:
-                book.resolve(ApprovalResolvedEvent(call_id=call_id, decision="cancelled", by="cancel"))
+        _close_unasked(agent, parked, "cancel")
     calls = [call for call in message.tool_calls if call.id not in parked.finished]
     contexts = await run_tool_calls(agent, turn, step, calls, interrupts.signal, logged=parked.logged)
     for text in contexts:
         context = UserMessage(content=text, source={"kind": "context"})
         agent.session.append(ContextMessageEvent(message=context))
-    # Not asked again: cancelled before the call was reached, or a rule no longer asks. Closed, not
-    # left pending forever.
-    by = "cancel" if interrupts.signal.cancelled else "repair"
-    for call_id in sorted(parked.waiting):
-        if book.log.answer_of(call_id) is None and call_id not in book.parked:
-            book.resolve(ApprovalResolvedEvent(call_id=call_id, decision="cancelled", by=by))
+    # Not asked again: cancelled before the call was reached, a rule no longer asks, or no plugin
+    # asks the question any more (``ask_user`` unknown now). Closed, not left pending forever.
+    _close_unasked(agent, parked, "cancel" if interrupts.signal.cancelled else "repair")
     return StepOutcome(message=message, ran_tools=True, max_tokens=False)
+
+
+def _close_unasked(agent: Agent, parked: ParkedTurn, by: str) -> None:
+    """Close the parked step's approvals and questions still unanswered (and not parked again), ``by``."""
+    again = agent.parked_calls()
+    approvals = agent.approvals.log
+    for call_id in sorted(parked.waiting):
+        if approvals.answer_of(call_id) is None and call_id not in again:
+            approvals.answer(ApprovalResolvedEvent(call_id=call_id, decision="cancelled", by=by))
+    questions = question_log(agent.session)
+    for call_id in sorted(parked.asking):
+        if questions.answer_of(call_id) is None and call_id not in again:
+            questions.answer(closed_question(call_id, by))
 
 
 def _keep_interrupted(

@@ -63,7 +63,7 @@ async def run_tool_calls(
                     _log_call(agent, turn, step, call)
                     started.add(call.id)
             results = await _execute_group(agent, executions)
-            parked = agent.approvals_parked()
+            parked = agent.parked_calls()
             for call, result in zip(group, results, strict=True):
                 if call.id in parked:
                     continue

@@ -432,3 +432,37 @@ async def test_the_book_is_made_from_the_log_once_per_agent_not_per_ask(monkeypa
         await agent.run("go")
         assert asking.requests == 3
     assert made == ["s1"]
+
+
+async def test_one_parked_set_per_session_for_every_awaited_request_type() -> None:
+    """A wait ended by a disposal parks its call in the session's ``ParkedCalls`` (approvals and
+    questions alike, nothing appended); a wait ended by a cancel appends the closing answer."""
+    from dsh_core import CancelSignal
+    from dsh_core.services.approvals import ApprovalBook
+    from dsh_core.services.awaited import ParkedCalls
+    from dsh_core.services.questions import closed_question, question_log
+    from dsh_core.session_log import ApprovalRequestedEvent, ApprovalResolvedEvent, QuestionAskedEvent
+
+    async with Harness(autoload=False) as ctx:
+        session = await ctx.sessions.create("parking")
+        book = ApprovalBook.of(session)
+        questions = question_log(session)
+        book.log.request(ApprovalRequestedEvent(call_id="a1", tool="write", arguments={}, reason="why"))
+        questions.request(QuestionAskedEvent(call_id="q1", questions=[{"id": "x", "question": "X?"}]))
+        questions.request(QuestionAskedEvent(call_id="q2", questions=[{"id": "x", "question": "X?"}]))
+        disposed, cancelled = CancelSignal(), CancelSignal()
+        disposed.cancel("disposed")
+        cancelled.cancel()
+        length = len(session.events)
+        cancel = ApprovalResolvedEvent(call_id="a1", decision="cancelled", by="cancel")
+        assert book.log.end_wait("a1", disposed, lambda: cancel) is True
+        assert questions.end_wait("q1", disposed, lambda: closed_question("q1", "cancel")) is True
+        assert len(session.events) == length, "parking appends nothing"
+        parked = ParkedCalls.of(session)
+        assert parked.calls == {"a1", "q1"}
+        assert book.parked is parked.calls
+        assert questions.end_wait("q2", cancelled, lambda: closed_question("q2", "cancel")) is False
+        assert "q2" not in parked
+        assert session.events[-1].type == "question/answered"
+        assert session.events[-1].data["by"] == "cancel"
+        assert questions.end_wait("q2", disposed, lambda: closed_question("q2", "cancel")) is False, "answered"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.metadata
+import os
 import re
 import subprocess
 import sys
@@ -218,6 +220,22 @@ def test_listing_shows_name_distribution_version_services_and_hooks() -> None:
     assert "dsh-example 1.2.3" in block[0]
     assert "greeter" in block[1]
     assert "dsh_session_created" in block[3]
+
+
+def test_a_users_dsh_plugins_does_not_list_the_test_plugins(tmp_path: Path) -> None:
+    """The suite's own plugins are installed apart from site-packages: found in the tests (and the
+    processes they start, through PYTHONPATH), never by a user's `dsh plugins`."""
+    found = {ep.name for ep in importlib.metadata.entry_points(group="dsh")}
+    assert {"example", "temporal-testkit"} <= found, "the tests discover the test plugins"
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env["HOME"] = str(tmp_path)
+    listed = subprocess.run(
+        [str(Path(sys.executable).with_name("dsh")), "plugins"],
+        cwd=tmp_path, env=env, check=True, capture_output=True, text=True, timeout=60,
+    ).stdout
+    assert "workspace" in listed, listed
+    assert "dsh-example" not in listed, listed
+    assert "temporal-testkit" not in listed, listed
 
 
 async def test_a_harness_runs_once() -> None:

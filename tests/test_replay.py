@@ -249,6 +249,24 @@ def test_ids_are_compared_up_to_one_consistent_renaming() -> None:
     assert found.path == "data.id"
 
 
+def test_ids_inside_a_text_are_renamed_like_whole_ones() -> None:
+    """A preview naming its locator matches when the locator pairs up and the rest is equal."""
+    from dsh_core.testing._replay_compare import first_divergence
+
+    a, b, c = "a" * 32, "b" * 32, "c" * 32
+    recorded = [SessionEvent("x/y", 0, 0.0, {"id": a}), SessionEvent("x/y", 1, 0.0, {"text": f"see {a} here"})]
+    renamed = [SessionEvent("x/y", 0, 1.0, {"id": b}), SessionEvent("x/y", 1, 1.0, {"text": f"see {b} here"})]
+    assert first_divergence(recorded, renamed) is None
+    other_id = [renamed[0], SessionEvent("x/y", 1, 1.0, {"text": f"see {c} here"})]
+    found = first_divergence(recorded, other_id)
+    assert found is not None
+    assert (found.seq, found.path) == (1, "data.text")
+    other_text = [renamed[0], SessionEvent("x/y", 1, 1.0, {"text": f"saw {b} here"})]
+    found = first_divergence(recorded, other_text)
+    assert found is not None
+    assert (found.seq, found.path) == (1, "data.text")
+
+
 def test_a_shorter_or_longer_replay_is_described() -> None:
     from dsh_core.testing._replay_compare import first_divergence
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 import anyio
 import attrs
 
-from dsh_core.services.awaited import AwaitedLog, NotPendingError
+from dsh_core.services.awaited import AwaitedLog, NotPendingError, ParkedCalls
 from dsh_core.session_log._catalogue import (
     APPROVAL_DECISIONS,
     ApprovalDecision,
@@ -109,15 +109,13 @@ def denial_text(request: ApprovalRequestedEvent, resolved: ApprovalResolvedEvent
 class ApprovalBook:
     """One session's approvals, from its log: what is pending, what was answered, what is ``always``."""
 
-    __slots__ = ("__weakref__", "_always", "_log", "parked")
+    __slots__ = ("__weakref__", "_always", "_log", "_parked")
 
     _cache: ClassVar[weakref.WeakValueDictionary[str, ApprovalBook]] = weakref.WeakValueDictionary()
 
     def __init__(self, log: AwaitedLog[ApprovalRequestedEvent, ApprovalResolvedEvent]) -> None:
         self._log = log
-        #: calls whose wait ended because the agent was disposed: left unresolved, so the turn is
-        #: parked in the log and a resume re-opens it (the loop logs nothing more for them)
-        self.parked: set[str] = set()
+        self._parked = ParkedCalls.of(log.session)  # held: it lives with the book (and the agent)
         self._always: set[str] = {
             request.tool for request, answer in log.answers() if answer.decision == "always"
         }
@@ -134,6 +132,12 @@ class ApprovalBook:
     @property
     def log(self) -> AwaitedLog[ApprovalRequestedEvent, ApprovalResolvedEvent]:
         return self._log
+
+    @property
+    def parked(self) -> set[str]:
+        """The session's parked calls (``ParkedCalls``: approvals and questions alike) whose wait a
+        disposal ended: left unanswered, so the turn is parked in the log and a resume re-opens it."""
+        return self._parked.calls
 
     def pending(self) -> tuple[PendingApproval, ...]:
         return tuple(
@@ -265,16 +269,14 @@ async def settle_approval(
         try:
             resolved = await _race(ctx, session, book, execution, request)
         finally:
-            signal = execution.signal
-            if log.answer_of(call_id) is None and signal is not None and signal.reason == "disposed":
-                book.parked.add(call_id)  # the agent is disposed while it waits: the turn stays parked
-            elif log.answer_of(call_id) is None:  # cancelled while waiting (the turn, or the harness)
-                try:
-                    book.resolve(ApprovalResolvedEvent(call_id=call_id, decision="cancelled", by="cancel"))
-                except Exception:  # a detached session: the turn is closed without its record
-                    logger.exception("call %r: could not record the cancelled approval", call_id)
+            # Disposed while it waits: parked (the turn stays open); cancelled: resolved so.
+            log.end_wait(call_id, execution.signal, lambda: _cancelled(call_id))
     await make_durable(ctx, session)
     return request, resolved
+
+
+def _cancelled(call_id: str) -> ApprovalResolvedEvent:
+    return ApprovalResolvedEvent(call_id=call_id, decision="cancelled", by="cancel")
 
 
 async def _race(

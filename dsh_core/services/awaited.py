@@ -11,10 +11,16 @@ someone (a prompt) stop asking the moment another answer lands.
 
 One ``AwaitedLog`` per (session, request type), shared by whoever asks for it through ``of``
 (weakly cached: the log, not this object, is what lasts).
+
+A wait that ends without an answer because the agent is being disposed **parks** its call
+(``ParkedCalls``, one set per live session for every request type): nothing is appended for it,
+so the turn stays open in the log and a resume asks again; the loop logs no result for a parked
+call. A wait ended by anything else (a cancel) closes the request with an answer saying so.
 """
 
 from __future__ import annotations
 
+import logging
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
@@ -27,9 +33,12 @@ from dsh_core.vocabulary._errors import DshError
 if TYPE_CHECKING:
     from dsh_core.session_log._event import SessionEvent
     from dsh_core.session_log._session import Session
+    from dsh_core.vocabulary._signal import CancelSignal
 
-__all__ = ["AwaitedLog", "NotPendingError"]
+__all__ = ["AwaitedLog", "NotPendingError", "ParkedCalls"]
 
+
+_logger = logging.getLogger("dsh.awaited")
 
 R = TypeVar("R", bound="LogEvent")
 A = TypeVar("A", bound="LogEvent")
@@ -48,6 +57,34 @@ class NotPendingError(DshError, LookupError):
         super().__init__(message)
         self.session_id = session_id
         self.call_id = call_id
+
+
+class ParkedCalls:
+    """The calls of one live session whose wait a disposal ended, of every request type (approvals,
+    questions): left unanswered, so the turn stays parked in the log and a resume asks again.
+
+    One per live session (``of``), weakly cached: the agent holds its own, so it lives with it.
+    """
+
+    __slots__ = ("__weakref__", "calls", "session")
+
+    _cache: ClassVar[weakref.WeakValueDictionary[str, ParkedCalls]] = weakref.WeakValueDictionary()
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.calls: set[str] = set()
+
+    @classmethod
+    def of(cls, session: Session) -> ParkedCalls:
+        """The parked calls of ``session`` (made, empty, on first use)."""
+        found = cls._cache.get(session.id)
+        if found is None or found.session is not session:
+            found = cls(session)
+            cls._cache[session.id] = found
+        return found
+
+    def __contains__(self, call_id: object) -> bool:
+        return call_id in self.calls
 
 
 class AwaitedLog(Generic[R, A]):
@@ -151,6 +188,26 @@ class AwaitedLog(Generic[R, A]):
             msg = f"session {self.session.id!r}: call {call_id!r} {state} (no pending {noun})"
             raise NotPendingError(msg, session_id=self.session.id, call_id=call_id)
         return entry[0]
+
+    # ------------------------------------------------------------------ a wait that ended unanswered
+
+    def end_wait(self, call_id: str, signal: CancelSignal | None, closing: Callable[[], A]) -> bool:
+        """After a wait for ``call_id`` ended (returned or raised): if it is still unanswered, park it
+        when the agent is being disposed (``signal.reason == "disposed"``), else append ``closing()``
+        (a cancel's answer). Returns whether it was parked.
+
+        A session that refuses the append (detached) leaves the turn to be closed without it.
+        """
+        if call_id in self._answers:
+            return False
+        if signal is not None and signal.reason == "disposed":
+            ParkedCalls.of(self.session).calls.add(call_id)
+            return True
+        try:
+            self.answer(closing())
+        except Exception:
+            _logger.exception("call %r: could not record the closed %s", call_id, self._request_type.type)
+        return False
 
     # ------------------------------------------------------------------ waiting
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import anyio
 import attrs
 
-from dsh_core.services.approvals import ApprovalBook, make_durable
+from dsh_core.services.approvals import make_durable
 from dsh_core.services.awaited import AwaitedLog, NotPendingError
 from dsh_core.session_log._catalogue import QuestionAnsweredEvent, QuestionAskedEvent
 from dsh_core.vocabulary._json import FrozenDict, freeze_json_object
@@ -39,6 +39,7 @@ __all__ = [
     "answer_question",
     "ask_questions",
     "checked_answers",
+    "closed_question",
     "pending_questions",
     "question_log",
 ]
@@ -74,6 +75,11 @@ class QuestionChannel(Protocol):
         Cancelled when another answerer answers first; cancellation must pass through.
         """
         ...
+
+
+def closed_question(call_id: str, by: str) -> QuestionAnsweredEvent:
+    """The answer that closes a question nobody answered: ``{}``, by ``cancel`` or ``repair``."""
+    return QuestionAnsweredEvent(call_id=call_id, answers=FrozenDict(), by=by)
 
 
 def question_log(session: Session) -> AwaitedLog[QuestionAskedEvent, QuestionAnsweredEvent]:
@@ -151,11 +157,6 @@ async def ask_questions(
     """
     log = question_log(session)
     call_id = execution.call_id
-    # The book whose ``parked`` the loop reads: the agent's own (it holds it; the cache is weak).
-    agent = ctx.agents.get(execution.agent_id) if execution.agent_id else None
-    book = getattr(agent, "approvals", None)
-    if not isinstance(book, ApprovalBook):
-        book = ApprovalBook.of(session)
     entry = log.request_of(call_id)
     if entry is None:
         request = QuestionAskedEvent(call_id=call_id, questions=questions)
@@ -166,16 +167,9 @@ async def ask_questions(
         await make_durable(ctx, session)
         answered = log.answer_of(call_id) or await _race(ctx, log, execution, PendingQuestion(call_id, request.questions, seq))
     finally:
-        signal = execution.signal
-        if log.answer_of(call_id) is None and signal is not None and signal.reason == "disposed":
-            # The agent is disposed while it waits: as for an approval, the call is parked (the loop
-            # logs nothing more for it), so the turn stays open and the next resume asks again.
-            book.parked.add(call_id)
-        elif log.answer_of(call_id) is None:  # cancelled while waiting
-            try:
-                log.answer(QuestionAnsweredEvent(call_id=call_id, answers=FrozenDict(), by="cancel"))
-            except Exception:  # a detached session: the turn is closed without this record
-                logger.exception("call %r: could not record the cancelled question", call_id)
+        # Disposed while it waits: parked as an approval is (the loop logs nothing more for it, the
+        # turn stays open and the next resume asks again); cancelled: closed ``{}`` by ``cancel``.
+        log.end_wait(call_id, execution.signal, lambda: closed_question(call_id, "cancel"))
     await make_durable(ctx, session)
     if answered.by == "unavailable":
         msg = "nobody can be asked here"

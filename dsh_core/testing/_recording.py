@@ -12,7 +12,10 @@ has reached the same length. Everything else the loop produces by itself. From o
 * **model streams** — each step attempt's ``assistant/chunk`` run (split at its ``Finish``), and
   each ``compaction/summary`` (the summariser's reply), in log order; a step that recorded no
   chunks is rebuilt from its ``assistant/message``;
-* **tool results** — each ``tool/result`` by call id;
+* **tool results** — each ``tool/result`` by call id; for a call whose output was spilled
+  (``spill/stored``), the whole text it returned, which the spill plugin stores again;
+* **answers** — each call's first ``approval/resolved`` and ``question/answered`` (who answered,
+  and how), and the calls that asked a question (``question/asked``: their body, the asking, runs);
 * **restarts** — a crash (crash repair's events: ``TOOL_NOT_STARTED`` / ``TOOL_OUTCOME_UNKNOWN``
   results and ``turn/end {"kind": "interrupted"}``, appended when the session was resumed) or a
   clean resume (a full ``request/header`` after the first: a new agent instance began after the
@@ -38,6 +41,8 @@ from dsh_core.session_log._catalogue import (
     ContextMessageEvent,
     InboxClearedEvent,
     InboxQueuedEvent,
+    QuestionAnsweredEvent,
+    QuestionAskedEvent,
     RequestHeaderEvent,
     ToolCallEvent,
     ToolResultEvent,
@@ -79,6 +84,9 @@ __all__ = [
 
 #: error codes crash repair writes (never the result of a call that ran in the recorded process)
 REPAIR_CODES: Final = frozenset({"TOOL_NOT_STARTED", "TOOL_OUTCOME_UNKNOWN"})
+
+#: the event dsh-spill logs for an output it stored (read by name: dsh_core does not import the plugin)
+SPILL_STORED: Final = "spill/stored"
 
 #: how dsh-compaction wraps a summary in the message that replaces the span
 _SUMMARY_FRAME: Final = re.compile(r"<conversation-summary>\n[^\n]*\n\n(.*)\n</conversation-summary>", re.DOTALL)
@@ -157,6 +165,11 @@ class Plan:
     temperature: float | None
     #: each call's recorded ``approval/resolved`` data (what the replay answers with, and who)
     approvals: Mapping[str, Any] = attrs.field(factory=dict)
+    #: the ``ask_user`` calls that logged ``question/asked``, and each one's first ``question/answered`` data
+    asked: frozenset[str] = frozenset()
+    questions: Mapping[str, Any] = attrs.field(factory=dict)
+    #: each spilled call's whole output (its ``spill/stored`` text): what its body returned
+    spilled: Mapping[str, str] = attrs.field(factory=dict)
 
 
 # ---------------------------------------------------------------------- loading
@@ -225,6 +238,9 @@ def plan_replay(recording: Recording) -> Plan:
     calls: list[ModelCall] = []
     results: dict[str, RecordedResult] = {}
     approvals: dict[str, Any] = {}
+    asked: set[str] = set()
+    questions: dict[str, Any] = {}
+    spilled: dict[str, str] = {}
     open_attempt: list[Chunk] | None = None
     attempt_at = 0
     chunked_steps: set[tuple[int, int]] = set()
@@ -285,6 +301,12 @@ def plan_replay(recording: Recording) -> Plan:
             first_header = data
         elif kind == ApprovalResolvedEvent.type:
             approvals.setdefault(data["call_id"], data)
+        elif kind == QuestionAskedEvent.type:
+            asked.add(data["call_id"])
+        elif kind == QuestionAnsweredEvent.type:
+            questions.setdefault(data["call_id"], data)
+        elif kind == SPILL_STORED and isinstance(data.get("call_id"), str) and isinstance(data.get("text"), str):
+            spilled.setdefault(data["call_id"], data["text"])
     model, max_tokens, temperature = _first_call_config(first_header)
     return Plan(
         recording=recording,
@@ -297,6 +319,9 @@ def plan_replay(recording: Recording) -> Plan:
         max_tokens=max_tokens,
         temperature=temperature,
         approvals=approvals,
+        asked=frozenset(asked),
+        questions=questions,
+        spilled=spilled,
     )
 
 
@@ -331,8 +356,8 @@ def _json(event: SessionEvent) -> Any:
 
 def _is_repair(event: SessionEvent, events: Sequence[SessionEvent]) -> bool:
     """A ``tool/result`` crash repair wrote, the ``tool/call`` of a ``TOOL_NOT_STARTED`` pair, or an
-    approval it cancelled."""
-    if event.type == ApprovalResolvedEvent.type:
+    approval or a question it closed."""
+    if event.type in (ApprovalResolvedEvent.type, QuestionAnsweredEvent.type):
         return bool(_json(event).get("by") == "repair")
     if event.type == ToolResultEvent.type:
         return _json(event).get("error_code") in REPAIR_CODES
@@ -354,7 +379,7 @@ def _add_implied_cancel(events: Sequence[SessionEvent], inputs: list[Input], tur
 
 
 def _made_by_cancel(event: SessionEvent, events: Sequence[SessionEvent], end: int) -> bool:
-    if event.type == ApprovalResolvedEvent.type:
+    if event.type in (ApprovalResolvedEvent.type, QuestionAnsweredEvent.type):
         return bool(_json(event).get("by") == "cancel")
     if event.type == AssistantChunkEvent.type:
         chunk = _json(event)["chunk"]

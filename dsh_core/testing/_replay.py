@@ -4,7 +4,9 @@ The replay runs the real loop with the plugins given; only what came from outsid
 process is played back from the recording (see ``_recording``): the user's inputs, re-issued when
 the replayed log reaches the length at which they were recorded; the model, an adapter that
 streams the recorded replies in order; and, in ``tools="recorded"`` mode, each tool's body, whose
-result is the recorded one while pre-execute, approval, guards and post-execute still run. A
+result is the recorded one while pre-execute, approval, guards and post-execute still run (a
+spilled result is the whole recorded text, so the spill plugin stores it again; an ``ask_user`` call
+that asked runs its body, and the replay answers its question as recorded, by whom). A
 recorded crash or resume is replayed as one: the instance is stopped, and a new one resumes from
 the replayed log (with crash repair's recorded events), through a persistence service of the
 replay's own. Then the replayed log is compared with the recorded one (``_replay_compare``).
@@ -41,6 +43,7 @@ from dsh_core.testing._recording import (
 )
 from dsh_core.testing._replay_compare import Divergence, first_divergence
 from dsh_core.vocabulary._agent_types import AgentOptions
+from dsh_core.vocabulary._content import Text as TextBlock
 from dsh_core.vocabulary._llm_types import Failure, Finish, LlmRequest, ModelInfo, TextDelta
 from dsh_core.vocabulary._tool_types import ToolExecution, ToolResult
 
@@ -184,7 +187,7 @@ class _Replayer:
     """The plugin a replay adds: the recorded model, tool bodies, approvals and inputs."""
 
     name = "replay"
-    uses = ("approval", "session_persistence")
+    uses = ("approval", "question", "session_persistence")
 
     def __init__(self, plan: Plan, *, tools: str, model_info: ModelInfo) -> None:
         self.plan = plan
@@ -209,6 +212,11 @@ class _Replayer:
             ctx.provide("session_persistence", self.store)
         else:
             self.problems.append("a session_persistence service is loaded: restarts resume from it")
+        if self.plan.asked:
+            if ctx.get_service("question") is None:
+                ctx.provide("question", _RecordedAnswers(self, ctx))
+            else:
+                self.problems.append("a question service is loaded: the recorded questions are asked to it")
         for provider in self._providers():
             ctx.llm.register_adapter(provider, self)
 
@@ -253,8 +261,8 @@ class _Replayer:
     @hookimpl(trylast=True)
     async def dsh_tools_execute(self, execution: ToolExecution, call_next: Callable[[], Awaitable[ToolResult]]) -> ToolResult:
         await self._opportunity()
-        if self.tools_mode == "live":
-            return await call_next()
+        if self.tools_mode == "live" or execution.call_id in self.plan.asked:
+            return await call_next()  # an ask_user call's body asks: its answer is re-issued (``_RecordedAnswers``)
         recorded = self.plan.results.get(execution.call_id)
         if recorded is None or recorded.error_code in REPAIR_CODES:
             if self._restarts and self._restarts[0].repair:
@@ -270,7 +278,11 @@ class _Replayer:
             self._cancel()
             await anyio.sleep_forever()
         message = recorded.message
-        return ToolResult(message.content, is_error=message.is_error, error_code=recorded.error_code)
+        content: Any = message.content
+        whole = self.plan.spilled.get(execution.call_id)
+        if whole is not None:  # the body returned this; the preview in the log is the spill plugin's
+            content = (TextBlock(whole), *(block for block in message.content if not isinstance(block, TextBlock)))
+        return ToolResult(content, is_error=message.is_error, error_code=recorded.error_code)
 
     @hookimpl
     async def dsh_tools_pre_execute(self) -> None:
@@ -417,6 +429,37 @@ class _Replayer:
         resumed = (*events, *_renumbered(restart.repair, len(events)))
         self.store.stored[session_id] = _Stored(meta, resumed)
         self._handle = await ctx.agents.resume(session_id, agent_options=self._options)
+
+
+class _RecordedAnswers:
+    """The ``question`` service of a replay: answers each question as recorded, by whom it was answered.
+
+    A question the recording closed by a cancel or a crash waits: the re-issued cancel or crash
+    closes it, as it did. One the recording leaves unanswered ends the instance there.
+    """
+
+    question_by = "replay"
+
+    def __init__(self, replayer: _Replayer, ctx: Context) -> None:
+        self._replayer = replayer
+        self._ctx = ctx
+
+    async def ask(self, execution: ToolExecution, question: Any) -> Mapping[str, Any] | None:
+        from dsh_core.services.questions import answer_question
+
+        replayer = self._replayer
+        await replayer._opportunity()  # a recorded cancel or crash at this point happens here
+        recorded = replayer.plan.questions.get(execution.call_id)
+        if recorded is None:  # the recording ends while the question waits: so does this instance
+            await replayer._stop_instance()
+        if recorded["by"] == "unavailable":
+            return None  # nobody could be asked
+        session = self._ctx.sessions.get(execution.session_id) if execution.session_id else None
+        if recorded["by"] not in ("cancel", "repair") and session is not None:
+            # answered through the API, so the record names who answered; this ask is then closed
+            await answer_question(self._ctx, session, execution.call_id, recorded["answers"], by=recorded["by"])
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _renumbered(events: Sequence[SessionEvent], start: int) -> tuple[SessionEvent, ...]:

@@ -3,7 +3,9 @@
 Two logs match when every event has the same type, seq and data. ``time`` is ignored. Strings that
 look like fresh ids (32 lowercase hex digits, or the 8-4-4-4-12 form) match up to one consistent
 renaming: the first time a recorded id meets a replayed one they are paired, and every later
-meeting must keep that pairing both ways (so two recorded ids never become one, nor one two).
+meeting must keep that pairing both ways (so two recorded ids never become one, nor one two). An
+id inside a longer string (a spilled output's preview naming its locator) is paired the same way,
+the rest of the string being equal.
 """
 
 from __future__ import annotations
@@ -87,8 +89,18 @@ class IdRenaming:
         self._backward: dict[str, str] = {}
 
     def same(self, recorded: str, replayed: str) -> bool:
-        if not (_FRESH_ID.fullmatch(recorded) and _FRESH_ID.fullmatch(replayed)):
-            return recorded == replayed
+        if _FRESH_ID.fullmatch(recorded) and _FRESH_ID.fullmatch(replayed):
+            return self._pair(recorded, replayed)
+        if recorded == replayed:
+            return True
+        # Ids inside a longer text (a preview naming its locator): the rest must be equal, and
+        # each id pair up like a whole one.
+        if _FRESH_ID.split(recorded) != _FRESH_ID.split(replayed):
+            return False
+        pairs = zip(_FRESH_ID.findall(recorded), _FRESH_ID.findall(replayed), strict=True)
+        return all(self._pair(left, right) for left, right in pairs)
+
+    def _pair(self, recorded: str, replayed: str) -> bool:
         paired = self._forward.get(recorded)
         if paired is not None:
             return paired == replayed

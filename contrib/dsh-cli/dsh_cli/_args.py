@@ -39,6 +39,7 @@ keys:
   Alt-Enter, Ctrl-J  a new line in the prompt
   Tab                complete a /command, or a workspace path after @
   Up, Down           the prompts typed before (an open question: choose the answer)
+  Space              (an ask_user question with several answers) tick the highlighted option
   Esc, Ctrl-C        deny an open question and cancel the turn, else cancel the running turn
                      (Ctrl-C idle: clear the line; twice on an empty prompt: exit)
   Ctrl-D             exit (on an empty prompt)

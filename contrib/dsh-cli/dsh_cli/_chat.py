@@ -160,8 +160,6 @@ class ChatController:
         self.usage = Usage(self.prices_of)
         #: the last tool call and its whole output, for /last
         self.last_output: tuple[str, str] | None = None
-        #: takes a typed line as the answer while an ask_user question is open
-        self.questions: ChatQuestions | None = None
         self._calls: dict[str, str] = {}
         #: render the answer as Markdown (``[plugins.cli] markdown``)
         self.markdown = bool(config.get("plugins.cli.markdown", True))
@@ -346,8 +344,6 @@ class ChatController:
     async def submit(self, line: str) -> bool:
         """Handle one typed line; ``False`` means: leave the chat."""
         text = line.strip()
-        if self.questions is not None and text and self.questions.offer(text):
-            return True  # the answer to an ask_user question
         if not text:
             return True
         if text.startswith("/"):
@@ -675,7 +671,6 @@ async def chat_command(
         if continue_latest:
             resume = await latest_session_id(ctx, cwd)
         chat = ChatController(ctx, config, cwd=cwd, screen=screen)
-        chat.questions = questions
         screen.above = TodoChecklist(lambda: chat.handle.agent.session if chat and chat.handle else None).lines
         with patch_stdout(raw=True):
             screen.print(

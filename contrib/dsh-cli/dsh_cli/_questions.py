@@ -1,13 +1,13 @@
 """The ``question`` service of the ``dsh`` command: the questions of ``ask_user`` put to the human.
 
 One answerer among several (a page, the API) racing for the first ``question/answered`` (SPEC
-§10.6). ``ChatQuestions`` prints the questions in ``dsh chat`` and takes the next line typed as
-the answer; ``TerminalQuestions`` asks on stderr and reads stdin (``dsh run`` at a terminal);
+§10.6). ``ChatQuestions`` opens a chooser per question in ``dsh chat`` (``_chooser``: arrows and
+Enter, like an approval); ``TerminalQuestions`` asks on stderr and reads stdin (``dsh run`` at a terminal);
 ``NobodyToAsk`` answers ``None``: nobody can be asked (``dsh run`` without a terminal), and the
 model is told so at once.
 
-An answer is a number (``2``), several for a multi-select question (``1,3``), an option's text,
-or any other text, which is the answer as typed.
+A typed answer is a number (``2``), several for a multi-select question (``1,3``), an option's
+text, or any other text, which is the answer as typed.
 """
 
 from __future__ import annotations
@@ -95,36 +95,40 @@ class TerminalQuestions:
 
 
 class ChatQuestions:
-    """In ``dsh chat``: prints each question and takes the next line typed as its answer."""
+    """In ``dsh chat``: each question in a chooser in the live area; the answers, or who answered instead."""
 
     question_by = "cli"
 
     def __init__(self, screen: ChatScreen) -> None:
         self._screen = screen
-        self._waiting: tuple[anyio.Event, list[str]] | None = None
-
-    def offer(self, line: str) -> bool:
-        """Take ``line`` as the answer to the open question; ``False`` when none is open."""
-        if self._waiting is None:
-            return False
-        done, box = self._waiting
-        box.append(line)
-        done.set()
-        return True
 
     async def ask(self, execution: ToolExecution, question: PendingQuestion) -> Mapping[str, Any] | None:
         answers: dict[str, Any] = {}
         for item in question.questions:
-            self._screen.end_stream()
-            for number, line in enumerate(question_lines(item)):
-                self._screen.print(Text(line, style="bold yellow" if number == 0 else ""))
-            self._screen.print(Text(f"  ({_HINT}, then Enter)", style="dim"))
-            done, box = anyio.Event(), list[str]()
-            self._waiting = (done, box)
             try:
-                await done.wait()
-            finally:
-                self._waiting = None
-            answers[str(item["id"])] = parse_reply(item, box[0])
-            self._screen.print(Text(f"  ↳ {answers[str(item['id'])]}", style="dim"))
+                answer = await self._screen.choose(item)
+            except anyio.get_cancelled_exc_class():
+                self._closed(execution)
+                raise
+            answers[str(item["id"])] = answer
+            shown = ", ".join(answer) if isinstance(answer, list) else answer
+            self._screen.print(
+                Text.assemble(
+                    (f"  ? {clean_line(str(item.get('question', '')))}", "dim"), (f"  ↳ {clean_line(shown)}", "green")
+                )
+            )
         return answers
+
+    def _closed(self, execution: ToolExecution) -> None:
+        """The chooser closed without our answer: say who answered instead (a page, the API), if anyone did."""
+        from dsh_core.services.questions import question_log
+
+        ctx = execution.ctx
+        session = ctx.sessions.get(execution.session_id) if ctx is not None and execution.session_id else None
+        answered = None if session is None else question_log(session).answer_of(execution.call_id)
+        if answered is None or answered.by == self.question_by:
+            return
+        if answered.by == "cancel":
+            self._screen.print(Text("  ? the question was cancelled", style="yellow"))
+            return
+        self._screen.print(Text(f"  ? answered by {clean_line(answered.by)}", style="green"))

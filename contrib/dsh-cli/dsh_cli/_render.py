@@ -26,6 +26,8 @@ from dsh_core.session_log import (
     AssistantMessageEvent,
     ContextMessageEvent,
     PromptBlockedEvent,
+    QuestionAnsweredEvent,
+    QuestionAskedEvent,
     SteeringMessageEvent,
     StepStartEvent,
     ToolCallEvent,
@@ -40,15 +42,19 @@ from ._sanitize import clean
 
 __all__ = [
     "PROMPT_MARK",
+    "TODO_UPDATED",
     "BlockEnded",
     "EventFeed",
     "Note",
     "PromptBlocked",
     "QuestionLines",
+    "QuestionsAnswered",
+    "QuestionsAsked",
     "ReasoningPiece",
     "RetryNote",
     "StepStarted",
     "TextPiece",
+    "TodoNote",
     "ToolFinished",
     "ToolStarted",
     "TranscriptPrinter",
@@ -61,6 +67,7 @@ __all__ = [
     "describe_result",
     "format_tokens",
     "format_window",
+    "history_lines",
     "message_text",
     "plural",
     "question_lines",
@@ -169,6 +176,30 @@ class ApprovalAnswered:
 
 
 @attrs.frozen
+class TodoNote:
+    """``todo/updated``: the agent's whole todo list as it became (each ``(status, content)``)."""
+
+    todos: tuple[tuple[str, str], ...]
+
+
+@attrs.frozen
+class QuestionsAsked:
+    """``question/asked``: an ``ask_user`` call's questions, each ``(question, options, multi_select)``."""
+
+    call_id: str
+    questions: tuple[tuple[str, tuple[str, ...], bool], ...]
+
+
+@attrs.frozen
+class QuestionsAnswered:
+    """``question/answered``: who answered and the answers, each ``(question id, answer text)``."""
+
+    call_id: str
+    by: str
+    answers: tuple[tuple[str, str], ...]
+
+
+@attrs.frozen
 class RetryNote:
     """``llm/retry``: the request failed with ``code`` and is tried again (``attempt``, from 2) after ``delay`` s."""
 
@@ -198,12 +229,65 @@ Note: TypeAlias = (
     | PromptBlocked
     | ApprovalAsked
     | ApprovalAnswered
+    | TodoNote
+    | QuestionsAsked
+    | QuestionsAnswered
     | RetryNote
     | TurnEnded
 )
 
 
 # ---------------------------------------------------------------------- the feed
+
+
+#: the event type the todo plugin logs (read by name: the CLI does not import the plugin)
+TODO_UPDATED: Final = "todo/updated"
+
+
+def _todo_note(data: Mapping[str, Any]) -> Note:
+    todos = data.get("todos")
+    items = [item for item in todos if isinstance(item, Mapping)] if isinstance(todos, Sequence) else []
+    return TodoNote(tuple((clean(str(item.get("status", ""))), clean(str(item.get("content", "")))) for item in items))
+
+
+def _asked_note(data: Mapping[str, Any]) -> Note:
+    questions = [item for item in data.get("questions") or () if isinstance(item, Mapping)]
+    return QuestionsAsked(
+        str(data.get("call_id", "")),
+        tuple(
+            (
+                clean(str(item.get("question", ""))),
+                tuple(clean(str(option)) for option in item.get("options") or ()),
+                bool(item.get("multi_select", False)),
+            )
+            for item in questions
+        ),
+    )
+
+
+def _answered_note(data: Mapping[str, Any]) -> Note:
+    answers = data.get("answers")
+    pairs = answers.items() if isinstance(answers, Mapping) else ()
+    return QuestionsAnswered(
+        str(data.get("call_id", "")),
+        clean(str(data.get("by", ""))),
+        tuple((clean(str(key)), _answer_text(value)) for key, value in pairs),
+    )
+
+
+def _answer_text(value: object) -> str:
+    """An answer as one line: a multi-select's options joined by commas."""
+    if isinstance(value, list | tuple):
+        return ", ".join(clean(str(item)) for item in value)
+    return clean(str(value))
+
+
+#: events only a transcript from history prints (live, the todo checklist and the question show them)
+_HISTORY_ONLY: Final = {
+    TODO_UPDATED: _todo_note,
+    QuestionAskedEvent.type: _asked_note,
+    QuestionAnsweredEvent.type: _answered_note,
+}
 
 
 def message_text(message: Mapping[str, Any], kind: str = "text") -> str:
@@ -270,6 +354,8 @@ class EventFeed:
                     data.get("arguments") is not None,
                 )
             ]
+        if not self.live and kind in _HISTORY_ONLY:  # live, the checklist and the question show them
+            return [_HISTORY_ONLY[kind](data)]
         if kind == TurnEndEvent.type:
             return [TurnEnded(int(data["turn"]), _clean_json(data["reason"]), event.time)]
         return []
@@ -334,6 +420,35 @@ def approval_line(note: ApprovalAnswered) -> Text:
     if note.reason:
         line.append(f": {note.reason}", style="dim")
     return line
+
+
+_TODO_MARKS: Final = {"completed": ("✔", "green"), "in_progress": ("▶", "bold cyan"), "pending": ("○", "")}
+#: what a question's closing ``by`` means when it carries no answers
+_CLOSED_BY: Final = {"cancel": "cancelled", "repair": "closed by repair", "unavailable": "nobody could be asked"}
+
+
+def history_lines(note: TodoNote | QuestionsAsked | QuestionsAnswered) -> list[Text]:
+    """A todo list, an ``ask_user`` call's questions or their answers, as a transcript shows them."""
+    if isinstance(note, TodoNote):
+        done = sum(1 for status, _ in note.todos if status == "completed")
+        lines = [Text.assemble(("  ☰ todo ", "bold"), (f"{done}/{len(note.todos)} done", "dim"))]
+        for status, content in note.todos:
+            mark, style = _TODO_MARKS.get(status, ("?", ""))
+            lines.append(Text.assemble(("    ", ""), (f"{mark} ", style), (content, "dim" if status == "completed" else "")))
+        return lines
+    if isinstance(note, QuestionsAsked):
+        lines = []
+        for question, options, many in note.questions:
+            line = Text.assemble(("  ? ", "yellow"), (question, "bold"))
+            if options:
+                line.append(f"  ({' / '.join(options)}{'; more than one' if many else ''})", style="dim")
+            lines.append(line)
+        return lines
+    if not note.answers:
+        words = _CLOSED_BY.get(note.by, f"closed by {note.by}")
+        return [Text.assemble(("  ↳ ", "dim"), (f"{words}: no answers", "red"))]
+    answers = " · ".join(f"{key}: {value}" for key, value in note.answers)
+    return [Text.assemble(("  ↳ ", "dim"), (f"answered by {note.by}: ", "green"), (answers, ""))]
 
 
 def plural(count: int, noun: str) -> str:
@@ -641,6 +756,9 @@ class TranscriptPrinter:
             console.print(Text(f"  ? approval asked: {note.reason}", style="yellow"))
         elif isinstance(note, ApprovalAnswered):
             console.print(approval_line(note))
+        elif isinstance(note, TodoNote | QuestionsAsked | QuestionsAnswered):
+            for line in history_lines(note):
+                console.print(line)
         elif isinstance(note, TurnEnded):
             started = self._turn_started
             seconds = None if started is None else max(0.0, note.time - started)

@@ -14,7 +14,9 @@ Ctrl-D on an empty prompt exits. Between two input lines (a line just entered is
 terminal is not in raw mode and Ctrl-C arrives as SIGINT: ``interrupts`` routes it to the same
 logic, so it cancels the turn there too instead of raising ``KeyboardInterrupt`` at a random point. An approval question is modal and explicit: the arrow keys choose
 once / always / deny and Enter confirms, or a typed word (``yes``, ``always``, ``no``, and after
-``no`` a reason the model is told) and Enter; no single key answers by itself.
+``no`` a reason the model is told) and Enter; no single key answers by itself. The question of an
+``ask_user`` call opens a chooser the same way (``_chooser``): arrows and Enter, Space to tick in a
+multi-select question, or typed text.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import asyncio
 import os
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,6 +44,7 @@ from rich.console import Console, RenderableType
 from rich.text import Text
 
 from ._approval import CHOICES, Answer, closing_words, parse_answer
+from ._chooser import Chooser
 from ._markdown import render_block
 from ._render import PROMPT_MARK, describe_call, format_tokens, question_lines
 from ._sanitize import clean_line
@@ -116,6 +119,7 @@ class ChatScreen:
         self._hint = ""
         self._armed = False  # one Ctrl-C on an empty, idle prompt: the next one exits
         self._question: _Question | None = None
+        self._chooser: Chooser | None = None  # an ask_user question waiting for its answer
         self._next_input = ""  # put back while no input line was open: the next one starts with it
         #: lines shown above the live area, e.g. the todo checklist (``_todo_list``)
         self.above: Callable[[], StyleAndTextTuples] = list
@@ -309,18 +313,12 @@ class ChatScreen:
             clean_line(reason),
             (execution.name, execution.arguments, reason),
         )
-        buffer = self._session.default_buffer
-        typed = buffer.document
-        buffer.reset()
-        self.end_stream()
-        self._question = question
-        self.refresh()
-        try:
-            await question.answered.wait()
-        finally:
-            self._question = None
-            buffer.document = typed
-            self.refresh()
+        with self._modal():
+            self._question = question
+            try:
+                await question.answered.wait()
+            finally:
+                self._question = None
         answer = question.result
         label = {"once": "allowed once", "always": "allowed for this session", "deny": "denied"}[
             answer.choice
@@ -331,6 +329,35 @@ class ChatScreen:
             line.append(f"  (told the model: {answer.reason})", style="dim")
         self.console.print(line)
         return answer
+
+    async def choose(self, question: Mapping[str, Any]) -> str | list[str]:
+        """Ask one question of an ``ask_user`` call in a chooser; its answer (an option, options or text).
+
+        Cancellation (Ctrl-C, or another answerer won) propagates; what was being typed is set
+        aside while the chooser is open, and put back after it.
+        """
+        chooser = Chooser(question)
+        with self._modal():
+            self._chooser = chooser
+            try:
+                await chooser.answered.wait()
+            finally:
+                self._chooser = None
+        return chooser.result
+
+    @contextmanager
+    def _modal(self) -> Iterator[None]:
+        """Within: a question is open in the live area; what was being typed is set aside, and put back after."""
+        buffer = self._session.default_buffer
+        typed = buffer.document
+        buffer.reset()
+        self.end_stream()
+        self.refresh()
+        try:
+            yield
+        finally:
+            buffer.document = typed
+            self.refresh()
 
     def closed(self, execution: ToolExecution, resolved: ApprovalResolvedEvent) -> None:
         """Another answerer won while the question was open (it is gone): say who answered."""
@@ -395,6 +422,9 @@ class ChatScreen:
             ]
             if question.hint:
                 parts += [("fg:ansiyellow", f"  {question.hint}"), ("", "\n")]
+        chooser = self._chooser
+        if chooser is not None:
+            parts += chooser.lines(self._width(app))
         if self._running_since is not None:
             elapsed = time.monotonic() - self._running_since
             frame = _SPINNER[int(elapsed * 10) % len(_SPINNER)]
@@ -411,7 +441,7 @@ class ChatScreen:
             ]
         if self._hint:
             parts += [(_DIM, self._hint), ("", "\n")]
-        if question is not None:
+        if question is not None or chooser is not None:
             parts.append(("bold fg:ansiyellow", f"answer {PROMPT_MARK}"))
         elif self._running_since is not None:
             parts.append(("fg:ansicyan", "↳ "))
@@ -448,6 +478,37 @@ class ChatScreen:
             bindings.add(key, filter=asking & empty)(move(-1))
         for key in ("right", "down", "tab"):
             bindings.add(key, filter=asking & empty)(move(1))
+
+        choosing = Condition(lambda: self._chooser is not None and self._question is None)
+
+        def step(by: int) -> Callable[[KeyPressEvent], None]:
+            def handler(event: KeyPressEvent) -> None:
+                if self._chooser is not None:
+                    self._chooser.move(by)
+                    self.refresh()
+
+            return handler
+
+        for key in ("up", "left", "s-tab"):
+            bindings.add(key, filter=choosing & empty)(step(-1))
+        for key in ("down", "right", "tab"):
+            bindings.add(key, filter=choosing & empty)(step(1))
+
+        @bindings.add(" ", filter=choosing & empty & Condition(lambda: bool(self._chooser and self._chooser.many)))
+        def _(event: KeyPressEvent) -> None:
+            if self._chooser is not None:
+                self._chooser.tick()
+                self.refresh()
+
+        @bindings.add("enter", filter=choosing, eager=True)
+        def _(event: KeyPressEvent) -> None:
+            chooser = self._chooser
+            if chooser is None:
+                return
+            buffer = event.app.current_buffer
+            if chooser.confirm(buffer.text):
+                buffer.reset()
+            self.refresh()
 
         @bindings.add("enter", filter=asking, eager=True)
         def _(event: KeyPressEvent) -> None:

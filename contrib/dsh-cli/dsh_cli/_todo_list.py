@@ -12,12 +12,11 @@ from typing import Any
 
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 
+from ._render import TODO_UPDATED
 from ._sanitize import clean_line
 
 __all__ = ["TodoChecklist"]
 
-#: the event type the todo plugin logs (its data holds the whole list)
-TODO_UPDATED = "todo/updated"
 #: items shown at most; the rest are counted
 _MOST = 10
 _MARKS = {"completed": ("✔ ", "fg:ansigreen"), "in_progress": ("▶ ", "bold fg:ansicyan"), "pending": ("○ ", "")}

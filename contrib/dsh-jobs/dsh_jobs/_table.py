@@ -5,11 +5,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 from typing import TYPE_CHECKING
 
 import anyio
-from dsh_workspace import COMMAND_ENV, Confined, command_environment, start_process
+from dsh_workspace import confined_command, start_process
 
 from dsh_core import ToolError, ToolExecution
 
@@ -55,33 +54,19 @@ class JobTable:
             )
             raise ToolError(msg)
         root = _workspace_root(execution)
-        shell = shutil.which(self._config.shell)
-        if shell is None:
-            msg = f"the shell {self._config.shell!r} is not installed (not found on PATH); commands cannot run"
-            raise ToolError(msg)
-        argv: list[str] = [shell, "-c", command]
-        pass_fds: tuple[int, ...] = ()
-        sandbox = self._ctx.get_service("sandbox")
-        if sandbox is not None:
-            try:
-                wrapped = await sandbox.wrap(argv, cwd=root, execution=execution)
-            except Exception as exc:  # a refusing sandbox fails closed: the job does not start
-                msg = f"the command was not run: {exc}"
-                raise ToolError(msg) from exc
-            if isinstance(wrapped, Confined):
-                argv, pass_fds = list(wrapped.argv), tuple(wrapped.pass_fds)
-            else:
-                argv = list(wrapped)
-        env = command_environment(os.environ, COMMAND_ENV.get())
+        # As bash's: no shell, or a refusing sandbox (it fails closed), raises a ToolError.
+        prepared = await confined_command(self._ctx, command, shell=self._config.shell, cwd=root, execution=execution)
         # Shielded, as bash's own spawn: a cancel landing mid-spawn would lose the process handle.
         with anyio.CancelScope(shield=True):
             try:
-                process = await start_process(argv, cwd=root, env=env, pass_fds=pass_fds)
+                process = await start_process(
+                    prepared.argv, cwd=root, env=prepared.env, pass_fds=prepared.pass_fds
+                )
             except OSError as exc:
                 msg = f"the command could not be started: {exc.strerror or exc}"
                 raise ToolError(msg) from exc
             finally:
-                for fd in pass_fds:
+                for fd in prepared.pass_fds:
                     with contextlib.suppress(OSError):
                         os.close(fd)
         job = Job(f"job-{self._next}", command, process, self._config.max_output_chars)

@@ -270,18 +270,23 @@ async def test_crash_repair_parks_a_waiting_question_or_closes_it() -> None:
     assert [event.data["error_code"] for event in added[1:3]] == ["TOOL_OUTCOME_UNKNOWN"] * 2
 
 
-async def test_disposed_while_asking_the_turn_stays_parked_and_is_asked_again(tmp_path: Path) -> None:
-    """Leaving (disposing the agent) while a question waits closes nothing: the next harness asks again."""
-    config = {"plugins": {"persistence-jsonl": {"root": str(tmp_path)}}}
+async def _leave_while_asking(config: dict[str, Any], session_id: str) -> None:
+    """Create ``session_id``, let its ask_user call ask, and dispose the agent while it waits."""
     model = ScriptedModel([ScriptedModel.tool_call("ask_user", {"questions": QUESTIONS[:1]})])
     async with Harness(config=config, plugins=[PersistencePlugin(), QuestionsPlugin()], autoload=False) as ctx:
         ctx.llm.register_adapter("scripted", model)
-        handle = await ctx.agents.create("leaver", agent_options=MODEL)
+        handle = await ctx.agents.create(session_id, agent_options=MODEL)
         watch = _AskedWatch()
         handle.agent.ctx.register_plugin(watch)
         handle.agent.send("ask me")
         await _wait_pending(handle.agent, watch)
         await handle.dispose()
+
+
+async def test_disposed_while_asking_the_turn_stays_parked_and_is_asked_again(tmp_path: Path) -> None:
+    """Leaving (disposing the agent) while a question waits closes nothing: the next harness asks again."""
+    config = {"plugins": {"persistence-jsonl": {"root": str(tmp_path)}}}
+    await _leave_while_asking(config, "leaver")
     model = ScriptedModel([ScriptedModel.text("postgres, then.")])
     async with Harness(config=config, plugins=[PersistencePlugin(), QuestionsPlugin()], autoload=False) as ctx:
         ctx.llm.register_adapter("scripted", model)
@@ -295,4 +300,26 @@ async def test_disposed_while_asking_the_turn_stays_parked_and_is_asked_again(tm
             await agent.when_idle()
             (result,) = _results(agent.session.events)
             assert json.loads(_text(result)) == {"answers": {"db": "postgres"}}
+    assert len(model.requests) == 1
+
+
+async def test_a_parked_question_resumed_without_the_plugin_is_closed_not_left_pending(tmp_path: Path) -> None:
+    """Parked with the questions plugin, resumed without it: ask_user is an unknown tool now, and its
+    question is closed ``{}`` by repair instead of staying listed as pending; the turn goes on."""
+    config = {"plugins": {"persistence-jsonl": {"root": str(tmp_path)}}}
+    await _leave_while_asking(config, "orphan")
+    model = ScriptedModel([ScriptedModel.text("I will assume sqlite.")])
+    async with Harness(config=config, plugins=[PersistencePlugin()], autoload=False) as ctx:
+        ctx.llm.register_adapter("scripted", model)
+        async with await ctx.agents.resume("orphan", agent_options=MODEL) as handle:
+            agent = handle.agent
+            assert [q.call_id for q in agent.pending_questions()] == ["call_1"]  # parked: pending again
+            await agent.when_idle()
+            assert agent.pending_questions() == ()
+            events = agent.session.events
+            (result,) = _results(events)
+            assert result.data["error_code"] == "UNKNOWN_TOOL"
+            closed = [thaw_json(e.data) for e in events if e.type == "question/answered"]
+            assert closed == [{"call_id": "call_1", "answers": {}, "by": "repair"}]
+            assert [e.data["reason"]["kind"] for e in events if e.type == "turn/end"] == ["completed"]
     assert len(model.requests) == 1

@@ -9,10 +9,7 @@ saying what to do instead). The read tools are parallel-safe.
 from __future__ import annotations
 
 import os
-import re
-import shutil
 import signal
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated
 
 import anyio.from_thread
@@ -21,14 +18,13 @@ import attrs
 
 from dsh_core import Text, Tool, ToolExecution, ToolResult, tool
 
-from ._command_env import COMMAND_ENV
 from ._config import WorkspaceConfig
+from ._confine import confined_command
 from ._edit import edit_file as _edit_file
 from ._files import list_dir as _list_dir
 from ._files import read_text_file
 from ._files import write_file as _write_file
 from ._paths import Workspace, WorkspaceError, workspace_of
-from ._seams import SANDBOX_SERVICE, Confined
 from ._search import grep as _grep
 from ._shell import CommandOutcome, run_command
 from ._walk import compile_glob, walk
@@ -36,33 +32,12 @@ from ._walk import compile_glob, walk
 if TYPE_CHECKING:
     from dsh_core import Context
 
-__all__ = ["READ_TOOLS", "command_environment", "make_tools"]
+__all__ = ["READ_TOOLS", "make_tools"]
 
 #: tools that only read (parallel-safe); the others change files or run commands
 READ_TOOLS = ("read_file", "list_dir", "glob", "grep")
 #: the most lines of context grep shows around a match
 _MAX_CONTEXT = 10
-
-#: environment for commands: no pager waits for a key, no git prompt waits for a password
-_QUIET_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
-
-
-#: names of variables that hold credentials: never handed to a command the model wrote
-_SECRET_NAME = re.compile(
-    r"(API_KEY|_TOKEN|_SECRET|PASSWORD|ACCESS_KEY|PRIVATE_KEY)$|^(AWS|AZURE|GCP)_", re.IGNORECASE
-)
-
-
-def command_environment(parent: Mapping[str, str], extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment a ``bash`` command runs with: the harness's, minus credentials, plus no pagers,
-    plus ``extra`` (what a plugin set in ``COMMAND_ENV`` for this call).
-
-    The model reads everything a command prints, and the session log keeps it: an API key in the
-    environment would end up in both.
-    """
-    kept = {name: value for name, value in parent.items() if not _SECRET_NAME.search(name)}
-    return {**kept, **_QUIET_ENV, **(extra or {})}
-
 
 def make_tools(ctx: Context, config: WorkspaceConfig) -> list[Tool]:
     """The workspace tools, bound to the plugin's context (for its services) and configuration."""
@@ -251,32 +226,15 @@ def make_tools(ctx: Context, config: WorkspaceConfig) -> list[Tool]:
         # child's chdir happens before the spawn returns), and a worker thread would cost two
         # trips through the scheduler per command.
         root = (await workspace_of(execution, ctx, in_thread=False)).root
-        shell = shutil.which(config.shell)
-        if shell is None:
-            msg = f"the shell {config.shell!r} is not installed (not found on PATH); commands cannot run"
-            raise WorkspaceError(msg)
-        env = command_environment(os.environ, COMMAND_ENV.get())
-        argv: list[str] = [shell, "-c", command]
-        pass_fds: tuple[int, ...] = ()  # a sandbox's descriptors: run_command passes them on and closes them
-        sandbox = ctx.get_service(SANDBOX_SERVICE)
-        if sandbox is not None:
-            try:
-                wrapped = await sandbox.wrap(argv, cwd=root, execution=execution)
-            except Exception as exc:  # a refusing sandbox fails closed: the command does not run
-                msg = f"the command was not run: {exc}"
-                raise WorkspaceError(msg) from exc
-            if isinstance(wrapped, Confined):
-                argv, pass_fds = list(wrapped.argv), tuple(wrapped.pass_fds)
-            else:
-                argv = list(wrapped)
+        prepared = await confined_command(ctx, command, shell=config.shell, cwd=root, execution=execution)
         try:
             outcome = await run_command(
-                argv,
+                prepared.argv,
                 cwd=root,
                 time_limit=limit,
                 max_output=config.max_output_bytes,
-                env=env,
-                pass_fds=pass_fds,
+                env=prepared.env,
+                pass_fds=prepared.pass_fds,  # run_command closes them once the process has started
             )
         except OSError as exc:
             msg = f"the command could not be started: {exc.strerror or exc}"

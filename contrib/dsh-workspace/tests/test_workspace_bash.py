@@ -314,7 +314,7 @@ async def test_missing_shell_is_an_error(ctx: Context, ws: Path) -> None:
 
 def test_credentials_never_reach_a_command() -> None:
     """API keys, tokens and secrets in the harness's environment are left out of bash's."""
-    from dsh_workspace._tools import command_environment
+    from dsh_workspace import command_environment
 
     env = command_environment(
         {"PATH": "/bin", "DEEPSEEK_API_KEY": "sk-1", "GITHUB_TOKEN": "t", "AWS_SECRET_ACCESS_KEY": "a", "HOME": "/h"}

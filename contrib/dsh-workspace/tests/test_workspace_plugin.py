@@ -24,11 +24,13 @@ def test_front_is_exact() -> None:
         "Access",
         "ChildProcess",
         "Confined",
+        "ConfinedCommand",
         "Sandbox",
         "WorkspaceConfig",
         "WorkspacePlugin",
         "WorkspacePolicy",
         "command_environment",
+        "confined_command",
         "start_process",
         "stop_group",
     ]
