@@ -420,6 +420,7 @@ class SqliteSessionStore:
             return
         journal.add(event, encode_row(session.id, event))
         if is_urgent(session, event):
+            journal.urgent_seq = event.seq
             journal.urgent = True  # its commit is durable, whichever write makes it (§9.1)
             if journal.epoch is not None:
                 self._urgent.submit(journal)  # committed now by a thread of ours: the loop may stay busy

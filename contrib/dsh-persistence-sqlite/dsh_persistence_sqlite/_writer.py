@@ -66,6 +66,7 @@ class Journal:
         "titled",
         "unsynced",
         "urgent",
+        "urgent_seq",
         "written",
     )
 
@@ -90,6 +91,8 @@ class Journal:
         self.closed = False
         #: an urgent event (§9.1) is pending: the next commit is durable, whoever makes it
         self.urgent = False
+        #: the seq of the last urgent event published: the ``UrgentWriter``'s commit stops there
+        self.urgent_seq = -1
         #: a commit not yet fsynced was made (a batch window's)
         self.unsynced = False
         #: orders opening, writes and close on the event loop
@@ -134,12 +137,15 @@ class Journal:
             # its head are atomic, and the flag is read before the batch is taken.
             urgent, self.urgent = self.urgent, False
             pending = self.pending
-            if not pending:
+            # The urgent writer commits through the last urgent record only: what the loop published
+            # after it waits for its window, instead of being inserted while the loop runs (the
+            # threads would trade the GIL row by row).
+            batch = pending[: max(0, self.urgent_seq + 1 - self.written)] if dequeue else pending[:]
+            if not batch:
                 if (durable or urgent) and self.unsynced:
                     self._sync_point(epoch, urgent)
                 return
             durable = durable or urgent
-            batch = pending[:]
             first = batch[0][1]
             if first != self.written:  # never expected: the log would get a gap or a duplicate
                 problem = f"event {first} arrived where event {self.written} was expected"
