@@ -95,6 +95,8 @@ class Journal(Generic[RowT]):
     retryable: ClassVar[tuple[type[Exception], ...]] = ()
     #: a flush's ``SessionWriteError`` chains the driver's error (off when its text may hold a secret)
     chains_failure: ClassVar[bool] = True
+    #: where the journal's warnings go (the backend's own logger)
+    log: ClassVar[logging.Logger] = logger
 
     def __init__(
         self, session: Session, *, where: str, path: Path | None = None, limiter: anyio.CapacityLimiter | None = None
@@ -207,7 +209,7 @@ class Journal(Generic[RowT]):
                 titled = self.append(epoch, first, batch, durable=durable)
             except PersistenceError as exc:  # fenced, or the stored log moved on: for good
                 self.broken = exc
-                logger.error("session %r: %s", self.session_id, exc)
+                self.log.error("session %r: %s", self.session_id, exc)
                 return
             except self.retryable as exc:
                 self.urgent = self.urgent or urgent  # still pending: the retry must be durable too
@@ -234,7 +236,7 @@ class Journal(Generic[RowT]):
 
     def _failed(self, exc: Exception, rows: int) -> None:
         if self.failure is None:
-            logger.warning(
+            self.log.warning(
                 "session %r: writing %s failed: %s; %d events kept in memory, retried at the next batch or flush",
                 self.session_id,
                 self.where,
@@ -245,7 +247,7 @@ class Journal(Generic[RowT]):
 
     def _recovered(self) -> None:
         if self.failure is not None:
-            logger.warning("session %r: writing %s works again; nothing was lost", self.session_id, self.where)
+            self.log.warning("session %r: writing %s works again; nothing was lost", self.session_id, self.where)
             self.failure = None
 
     def error(self, problem: str, *, cause: BaseException | None = None) -> SessionWriteError:
@@ -297,7 +299,7 @@ class Journal(Generic[RowT]):
             await self._commit(durable=True, final=True)
             if self.pending and self.broken is None:
                 failure = self.failure
-                logger.error(
+                self.log.error(
                     "session %r: closing with %d events not stored %s (%s)",
                     self.session_id,
                     len(self.pending),
@@ -333,6 +335,8 @@ class JournaledStore(Generic[JournalT, ClaimT]):
 
     #: the plugin's name, as messages say it
     plugin: ClassVar[str] = ""
+    #: where the store's warnings go (the backend's own logger)
+    log: ClassVar[logging.Logger] = logger
 
     def __init__(self, batch_delay: float, *, concurrent: bool, urgent_threads: int) -> None:
         self._writer = BatchWriter(batch_delay, concurrent=concurrent)
@@ -492,7 +496,7 @@ class JournaledStore(Generic[JournalT, ClaimT]):
         taken = self._followed.get(session_id)
         if taken is not None:
             if taken.session is not session:
-                logger.error("session %r: another live session with this id is already persisted", session_id)
+                self.log.error("session %r: another live session with this id is already persisted", session_id)
             return
         journal = self._journal(session)
         self._followed[session_id] = journal  # from here on the listener buffers its rows
@@ -505,7 +509,7 @@ class JournaledStore(Generic[JournalT, ClaimT]):
             except PersistenceError as exc:
                 journal.broken = exc
                 journal.pending.clear()
-                logger.error("session %r will not be persisted: %s", session_id, exc)
+                self.log.error("session %r will not be persisted: %s", session_id, exc)
                 return
             journal.opened(claim, snapshot)
         if self._followed.get(session_id) is not journal:  # disposed while opening
@@ -557,7 +561,7 @@ class JournaledStore(Generic[JournalT, ClaimT]):
         if journal is None:
             if self._closed and session.id not in self._late:
                 self._late.add(session.id)
-                logger.warning(
+                self.log.warning(
                     "session %r: events published after the %s plugin stopped are not stored", session.id, self.plugin
                 )
             return

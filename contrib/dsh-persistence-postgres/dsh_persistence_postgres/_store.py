@@ -46,6 +46,7 @@ T = TypeVar("T")
 class PostgresSessionStore(JournaledStore[Journal, Claim]):
     """The ``session_persistence`` service of the ``persistence-postgres`` plugin (see its docs)."""
 
+    log: ClassVar[logging.Logger] = logger
     plugin: ClassVar[str] = "persistence-postgres"
 
     def __init__(self, db: Database, batch_delay: float, *, connections: int) -> None:

@@ -18,6 +18,7 @@ does not chain them (their text may hold the DSN).
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, ClassVar
 
 import psycopg
@@ -40,6 +41,7 @@ class Journal(BaseJournal[Pending]):
 
     __slots__ = ("db",)
 
+    log: ClassVar[logging.Logger] = logging.getLogger("dsh.persistence_postgres")
     retryable: ClassVar[tuple[type[Exception], ...]] = (psycopg.Error,)
     chains_failure: ClassVar[bool] = False
 

@@ -62,6 +62,7 @@ T = TypeVar("T")
 class SqliteSessionStore(JournaledStore[Journal, Claim]):
     """The ``session_persistence`` service of the ``persistence-sqlite`` plugin (see its docs)."""
 
+    log: ClassVar[logging.Logger] = logger
     plugin: ClassVar[str] = "persistence-sqlite"
 
     def __init__(self, db: Database, owners: Owners, batch_delay: float) -> None:

@@ -13,6 +13,7 @@ full disk, an I/O error) keeps the rows in memory and is retried at the next bat
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from typing import TYPE_CHECKING, ClassVar, Final
 
@@ -36,6 +37,7 @@ class Journal(BaseJournal[Row]):
 
     __slots__ = ("db", "title")
 
+    log: ClassVar[logging.Logger] = logging.getLogger("dsh.persistence_sqlite")
     retryable: ClassVar[tuple[type[Exception], ...]] = (sqlite3.Error,)
 
     def __init__(self, session: Session, db: Database) -> None:
