@@ -25,6 +25,7 @@ from ._errors import SessionWriteError as SessionWriteError
 from ._errors import StoreUnavailableError as StoreUnavailableError
 from ._hooks import SessionStoreHooks as SessionStoreHooks
 from ._hooks import serve_session_store as serve_session_store
+from ._journaled import ClaimingDatabase as ClaimingDatabase
 from ._journaled import Journal as Journal
 from ._journaled import JournaledStore as JournaledStore
 from ._journaled import OwnerClaim as OwnerClaim
@@ -45,6 +46,7 @@ from ._writers import UrgentWriter as UrgentWriter
 __all__ = [
     "URGENT_TYPES",
     "BatchWriter",
+    "ClaimingDatabase",
     "Journal",
     "JournaledStore",
     "OwnerClaim",

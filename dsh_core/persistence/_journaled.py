@@ -14,8 +14,8 @@ the next batch or flush, and a flush that cannot commit everything raises ``Sess
 ``PersistenceError`` (fenced: another owner took over) breaks the journal for good.
 
 A backend supplies the blocking pieces (``encode``, ``seq_of``, ``append``, ``sync``) and, for the
-store, how a session is owned, created, claimed, read and listed (the methods that raise
-``NotImplementedError`` here).
+store, its database (``claim``, ``listing``: ``ClaimingDatabase``) and how a session is owned, created
+and read (the methods that raise ``NotImplementedError`` here).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from dsh_core.services.sessions import Session
     from dsh_core.session_log._event import SessionEvent
 
-__all__ = ["Journal", "JournaledStore", "OwnerClaim", "Reservation"]
+__all__ = ["ClaimingDatabase", "Journal", "JournaledStore", "OwnerClaim", "Reservation"]
 
 logger = logging.getLogger("dsh.persistence")
 
@@ -65,6 +65,20 @@ class OwnerClaim(Protocol):
 
 
 ClaimT = TypeVar("ClaimT", bound=OwnerClaim)
+ClaimT_co = TypeVar("ClaimT_co", bound=OwnerClaim, covariant=True)
+
+
+class ClaimingDatabase(Protocol[ClaimT_co]):
+    """What ``JournaledStore`` asks of a backend's database itself (blocking calls, run in ``_run``)."""
+
+    def claim(self, session_id: str) -> ClaimT_co | None:
+        """A new owner epoch for a stored session, recording this process as its holder (``None``: not stored)."""
+        ...
+
+    def listing(self) -> list[tuple[Any, ...]]:
+        """Every session's ``(id, created, modified, cwd, parent_id, seed_length, events, turns, title)``,
+        oldest first."""
+        ...
 
 
 class Journal(Generic[RowT]):
@@ -338,7 +352,10 @@ class JournaledStore(Generic[JournalT, ClaimT]):
     #: where the store's warnings go (the backend's own logger)
     log: ClassVar[logging.Logger] = logger
 
-    def __init__(self, batch_delay: float, *, concurrent: bool, urgent_threads: int) -> None:
+    def __init__(
+        self, database: ClaimingDatabase[ClaimT], batch_delay: float, *, concurrent: bool, urgent_threads: int
+    ) -> None:
+        self._database = database
         self._writer = BatchWriter(batch_delay, concurrent=concurrent)
         self._urgent = UrgentWriter(urgent_threads, name=f"dsh-{self.plugin}")
         self._followed: dict[str, JournalT] = {}
@@ -373,16 +390,8 @@ class JournaledStore(Generic[JournalT, ClaimT]):
         stored already, ``(count, last stored event)``."""
         raise NotImplementedError
 
-    def _claim(self, session_id: str) -> ClaimT | None:
-        """A new owner epoch for a stored session (blocking; ``None``: not stored)."""
-        raise NotImplementedError
-
     async def _load_claimed(self, session_id: str, claim: ClaimT) -> tuple[ClaimT, StoredSession]:
         """Read the claimed session, store its crash repair; the claim with the count stored now."""
-        raise NotImplementedError
-
-    def _listing(self) -> list[tuple[Any, ...]]:
-        """Every session's ``(id, created, modified, cwd, parent_id, seed_length, events, turns, title)``."""
         raise NotImplementedError
 
     def _not_found(self, session_id: str) -> PersistenceError:
@@ -442,7 +451,7 @@ class JournaledStore(Generic[JournalT, ClaimT]):
         if self._reserved.pop(session_id, None) is None:
             await self._acquire(session_id)
         try:
-            claim = await self._run(self._claim, session_id)
+            claim = await self._run(self._database.claim, session_id)
             if claim is None:
                 raise self._not_found(session_id)
             claim, loaded = await self._load_claimed(session_id, claim)
@@ -466,7 +475,7 @@ class JournaledStore(Generic[JournalT, ClaimT]):
         """Every stored session, oldest first (by ``created``)."""
         self._check_open("list sessions")
         await self._writer.write_all()  # counts include what the live sessions published a moment ago
-        rows = await self._run(self._listing)
+        rows = await self._run(self._database.listing)
         return tuple(
             SessionInfo(
                 id=row[0],
@@ -538,7 +547,7 @@ class JournaledStore(Generic[JournalT, ClaimT]):
             count, last = created
             if not continues_log(snapshot, count, last):
                 raise self._conflict(session_id, count)
-            claim = await self._run(self._claim, session_id)
+            claim = await self._run(self._database.claim, session_id)
             if claim is None:  # deleted meanwhile: impossible while we hold the lock
                 raise self._not_found(session_id)
             return claim

@@ -16,7 +16,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -50,7 +50,7 @@ class PostgresSessionStore(JournaledStore[Journal, Claim]):
     plugin: ClassVar[str] = "persistence-postgres"
 
     def __init__(self, db: Database, batch_delay: float, *, connections: int) -> None:
-        super().__init__(batch_delay, concurrent=True, urgent_threads=connections)
+        super().__init__(db, batch_delay, concurrent=True, urgent_threads=connections)
         self._db = db
         self._limiter = anyio.CapacityLimiter(connections)
         self._owners = Owners(db, self._run)
@@ -90,12 +90,6 @@ class PostgresSessionStore(JournaledStore[Journal, Claim]):
 
     def _release_soon(self, session_id: str) -> None:
         self._owners.release_soon(session_id)
-
-    def _claim(self, session_id: str) -> Claim | None:
-        return self._db.claim(session_id)
-
-    def _listing(self) -> list[tuple[Any, ...]]:
-        return self._db.listing()
 
     def _not_found(self, session_id: str) -> SessionNotFoundError:
         return not_found(session_id)

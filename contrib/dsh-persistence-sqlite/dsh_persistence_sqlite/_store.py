@@ -18,7 +18,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -66,7 +66,7 @@ class SqliteSessionStore(JournaledStore[Journal, Claim]):
     plugin: ClassVar[str] = "persistence-sqlite"
 
     def __init__(self, db: Database, owners: Owners, batch_delay: float) -> None:
-        super().__init__(batch_delay, concurrent=False, urgent_threads=2)  # SQLite: one writer at a time
+        super().__init__(db, batch_delay, concurrent=False, urgent_threads=2)  # SQLite: one writer at a time
         self._db = db
         self._owners = owners
 
@@ -94,12 +94,6 @@ class SqliteSessionStore(JournaledStore[Journal, Claim]):
 
     def _release_soon(self, session_id: str) -> None:
         self._owners.release(session_id)
-
-    def _claim(self, session_id: str) -> Claim | None:
-        return self._db.claim(session_id)
-
-    def _listing(self) -> list[tuple[Any, ...]]:
-        return self._db.listing()
 
     def _not_found(self, session_id: str) -> SessionNotFoundError:
         return not_found(session_id, self._db.path)
