@@ -391,7 +391,8 @@ class JournaledStore(Generic[JournalT, ClaimT]):
         raise NotImplementedError
 
     async def _load_claimed(self, session_id: str, claim: ClaimT) -> tuple[ClaimT, StoredSession]:
-        """Read the claimed session, store its crash repair; the claim with the count stored now."""
+        """Read the claimed session and store its crash repair (``loaded.repaired``, durably); the claim
+        with the count stored now."""
         raise NotImplementedError
 
     def _not_found(self, session_id: str) -> PersistenceError:
@@ -455,6 +456,12 @@ class JournaledStore(Generic[JournalT, ClaimT]):
             if claim is None:
                 raise self._not_found(session_id)
             claim, loaded = await self._load_claimed(session_id, claim)
+            if loaded.repaired:
+                self.log.warning(
+                    "session %r: the log ended inside a turn; closed it with %d repair events",
+                    session_id,
+                    len(loaded.repaired),
+                )
         except BaseException:
             self._release_soon(session_id)
             raise

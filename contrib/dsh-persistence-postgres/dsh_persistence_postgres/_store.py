@@ -110,11 +110,6 @@ class PostgresSessionStore(JournaledStore[Journal, Claim]):
                 encoded(loaded.repaired),
             )
             claim = attrs.evolve(claim, titled=claim.titled or titled)
-            logger.warning(
-                "session %r: the log ended inside a turn; closed it with %d repair events",
-                session_id,
-                len(loaded.repaired),
-            )
         return attrs.evolve(claim, count=len(loaded.events)), loaded
 
     async def _create(self, session: Session, snapshot: Sequence[SessionEvent]) -> Claim | tuple[int, SessionEvent | None]:

@@ -109,11 +109,6 @@ class SqliteSessionStore(JournaledStore[Journal, Claim]):
             rows = [encode_row(session_id, event) for event in loaded.repaired]
             append = functools.partial(self._db.append, turns=0, title=None, durable=True)
             await self._run(append, session_id, claim.epoch, first, rows)
-            logger.warning(
-                "session %r: the log ended inside a turn; closed it with %d repair events",
-                session_id,
-                len(loaded.repaired),
-            )
         return attrs.evolve(claim, count=len(loaded.events)), loaded
 
     async def _create(self, session: Session, snapshot: Sequence[SessionEvent]) -> Claim | tuple[int, SessionEvent | None]:
