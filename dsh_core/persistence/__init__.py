@@ -1,5 +1,6 @@
 """What every persistence backend shares: the stored-session types, the one set of errors, §9.1's
-urgency rule, the hook wiring, the batch and urgent writers of a database backend, and the fast,
+urgency rule, the hook wiring, the batch and urgent writers of a database backend and its journals and
+live-session bookkeeping (``Journal``, ``JournaledStore``), and the fast,
 strict reading of stored events (one row per event: ``decode_event_rows``, ``check_stored_events``).
 
 A backend implements ``dsh_core.SessionPersistence`` (read and write sides), raises these errors,
@@ -24,6 +25,11 @@ from ._errors import SessionWriteError as SessionWriteError
 from ._errors import StoreUnavailableError as StoreUnavailableError
 from ._hooks import SessionStoreHooks as SessionStoreHooks
 from ._hooks import serve_session_store as serve_session_store
+from ._journaled import ClaimingDatabase as ClaimingDatabase
+from ._journaled import Journal as Journal
+from ._journaled import JournaledStore as JournaledStore
+from ._journaled import OwnerClaim as OwnerClaim
+from ._journaled import Reservation as Reservation
 from ._rows import check_stored_events as check_stored_events
 from ._rows import continues_log as continues_log
 from ._rows import decode_event_row as decode_event_row
@@ -40,8 +46,13 @@ from ._writers import UrgentWriter as UrgentWriter
 __all__ = [
     "URGENT_TYPES",
     "BatchWriter",
+    "ClaimingDatabase",
+    "Journal",
+    "JournaledStore",
+    "OwnerClaim",
     "PersistenceError",
     "RepairReport",
+    "Reservation",
     "SessionAccessError",
     "SessionConflictError",
     "SessionCorruptError",
