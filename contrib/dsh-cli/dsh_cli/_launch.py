@@ -92,7 +92,7 @@ def api_key_env(adapter: object, provider: str, config: EffectiveConfig) -> str 
     configured = config.get(f"plugins.openai.providers.{provider}.api_key_env")
     if isinstance(configured, str):
         return configured or None
-    if type(adapter).__module__.startswith("dsh_openai"):
+    if type(adapter).__module__.startswith("dsh_harness_openai"):
         return _BUILTIN_KEYS.get(provider)
     return None
 
