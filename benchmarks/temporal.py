@@ -29,10 +29,10 @@ import uuid
 from contextlib import aclosing
 from pathlib import Path
 
+from dsh_harness_temporal_testkit import KitPlugin
 from dsh_persistence_jsonl import PersistencePlugin
 from dsh_temporal import RemoteSession, TemporalAgents
 from dsh_temporal.testing import DevServer
-from dsh_temporal_testkit import KitPlugin
 from temporalio.api.enums.v1 import EventType
 
 from dsh_core import AgentOptions, Harness

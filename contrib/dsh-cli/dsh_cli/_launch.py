@@ -131,7 +131,7 @@ def persistence_of(ctx: Context, doing: str) -> Any:
     if persistence is None:
         msg = (
             f"cannot {doing}: no session persistence plugin is loaded "
-            "(install dsh-persistence-jsonl, or remove it from plugins.disable)"
+            "(pip install dsh-harness-persistence-jsonl, or remove it from plugins.disable)"
         )
         raise CliError(msg)
     return persistence

@@ -32,7 +32,7 @@ def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version("dsh-cli")
+        return version("dsh-harness-cli")
     except PackageNotFoundError:  # running from a source tree
         return "unknown"
 
@@ -46,12 +46,25 @@ def _report(error: BaseException) -> int:
 
     console = Console(stderr=True, highlight=False, soft_wrap=True)
     console.print(Text(f"dsh: {clean(str(error))}", style="red"))
-    hint = getattr(error, "hint", None)
+    hint = getattr(error, "hint", None) or _missing_plugin_hint(error)
     if hint:
         console.print(Text(f"     {clean(hint)}", style="dim"))
     if getattr(error, "source", None) == "--set":
         return int(ExitCode.USAGE)
     return int(getattr(error, "code", ExitCode.SETUP))
+
+
+def _missing_plugin_hint(error: BaseException) -> str | None:
+    """For a table ``[plugins.NAME]`` of an optional plugin that is not installed: how to install it."""
+    path = getattr(error, "path", None)
+    if not isinstance(path, str) or path.count(".") != 1 or not path.startswith("plugins."):
+        return None
+    from importlib.metadata import entry_points
+
+    from ._install_hints import install_hint
+
+    name = path.removeprefix("plugins.")
+    return None if entry_points(group="dsh", name=name) else install_hint(name)
 
 
 def _expected(error: BaseException) -> BaseException | None:
@@ -99,6 +112,8 @@ def _plugin_commands(argv: Sequence[str]) -> dict[str, Command | CommandLoadErro
     from ._commands import CommandLoadError, command_entry_points, load_command
 
     available = command_entry_points()
+    if name not in available:
+        _missing_command(name)
     wanted = [name] if name in available else list(available)  # no or an unknown command: the help lists all
     loaded: dict[str, Command | CommandLoadError] = {}
     each: str
@@ -110,6 +125,17 @@ def _plugin_commands(argv: Sequence[str]) -> dict[str, Command | CommandLoadErro
                 raise
             loaded[each] = exc
     return loaded
+
+
+def _missing_command(name: str) -> None:
+    """:raises CommandLoadError: when ``name`` is a command of a contrib plugin that is not installed."""
+    from ._commands import CommandLoadError
+    from ._install_hints import COMMAND_PLUGINS, install_hint
+
+    plugin = COMMAND_PLUGINS.get(name)
+    if plugin is not None:
+        msg = f"dsh {name} comes with the {plugin} plugin, which is not installed: {install_hint(plugin)}"
+        raise CommandLoadError(msg, name=name)
 
 
 def _piped_stdin() -> str | None:
