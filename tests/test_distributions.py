@@ -32,7 +32,7 @@ PINNED: dict[str, Pin] = {
     "dsh-harness": (
         ("dsh_core", "dsh_agent_loop"),
         ("agent-loop", "agents", "llm", "sessions", "system-prompt", "tools"),
-        ("anyio", "attrs", "cattrs", "docstring-parser", "importlib-metadata", "jsonschema", "pluggy"),
+        ("anyio", "attrs", "cattrs", "docstring-parser", "importlib-metadata", "jsonschema", "pluggy", "sniffio"),
     ),
     "dsh-harness-budget": (("dsh_budget",), ("budget",), ("dsh-harness",)),
     "dsh-harness-cli": (
@@ -185,6 +185,10 @@ def test_install_hints_name_the_distribution() -> None:
     assert "pipx inject dsh-harness-cli dsh-harness-serve" in hint
     assert _install_hints.install_hint("openai") is None, "a default plugin comes with the CLI"
     assert _install_hints.install_hint("no-such-plugin") is None
+    # a table of an installed plugin, or a key inside one, is the plugin's own business
+    assert _install_hints.missing_table_hint("plugins.budget") is None
+    assert _install_hints.missing_table_hint("plugins.nope.budget") is None
+    assert _install_hints.missing_table_hint("budget") is None
 
 
 @pytest.mark.parametrize(

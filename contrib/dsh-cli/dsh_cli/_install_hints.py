@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-__all__ = ["COMMAND_PLUGINS", "OPTIONAL_PLUGINS", "install_hint"]
+__all__ = ["COMMAND_PLUGINS", "OPTIONAL_PLUGINS", "install_hint", "missing_table_hint"]
 
 #: the contrib plugins that ``dsh-harness-cli[all]`` adds (entry-point names); each comes in
 #: distribution ``dsh-harness-<name>``
@@ -36,3 +36,14 @@ def install_hint(plugin: str) -> str | None:
         f"pip install {distribution} (dsh installed with pipx: pipx inject dsh-harness-cli {distribution}; "
         "every plugin: pipx or uv tool install 'dsh-harness-cli[all]')"
     )
+
+
+def missing_table_hint(path: str) -> str | None:
+    """For a configuration error at ``path`` = ``plugins.NAME``, NAME an optional plugin that is not
+    installed: how to install it (else ``None``)."""
+    name = path.removeprefix("plugins.")
+    if name == path or "." in name:
+        return None
+    from importlib.metadata import entry_points
+
+    return None if entry_points(group="dsh", name=name) else install_hint(name)

@@ -76,7 +76,9 @@ async def open_harness(config: EffectiveConfig, plugins: Sequence[object] = ()) 
     try:
         ctx = await harness.start()
     except ConfigError as exc:
-        raise CliError(config.explain(exc)) from exc
+        from ._install_hints import missing_table_hint
+
+        raise CliError(config.explain(exc), hint=missing_table_hint(exc.path)) from exc
     except PluginError as exc:
         raise CliError(str(exc)) from exc
     try:

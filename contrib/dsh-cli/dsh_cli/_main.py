@@ -46,25 +46,12 @@ def _report(error: BaseException) -> int:
 
     console = Console(stderr=True, highlight=False, soft_wrap=True)
     console.print(Text(f"dsh: {clean(str(error))}", style="red"))
-    hint = getattr(error, "hint", None) or _missing_plugin_hint(error)
+    hint = getattr(error, "hint", None)
     if hint:
         console.print(Text(f"     {clean(hint)}", style="dim"))
     if getattr(error, "source", None) == "--set":
         return int(ExitCode.USAGE)
     return int(getattr(error, "code", ExitCode.SETUP))
-
-
-def _missing_plugin_hint(error: BaseException) -> str | None:
-    """For a table ``[plugins.NAME]`` of an optional plugin that is not installed: how to install it."""
-    path = getattr(error, "path", None)
-    if not isinstance(path, str) or path.count(".") != 1 or not path.startswith("plugins."):
-        return None
-    from importlib.metadata import entry_points
-
-    from ._install_hints import install_hint
-
-    name = path.removeprefix("plugins.")
-    return None if entry_points(group="dsh", name=name) else install_hint(name)
 
 
 def _expected(error: BaseException) -> BaseException | None:
