@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 from dsh_cli import _install_hints
 
-from .distributions import ROOT, Distribution, distributions, normalize, our_names, requirement
+from .distributions import Distribution, distributions, normalize, our_names, requirement
 
 Pin = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
 
@@ -203,7 +203,3 @@ def test_install_hints_name_the_distribution() -> None:
 def test_requirements_are_read_as_the_index_compares_names(text: str, expected: str) -> None:
     assert requirement(text) == expected
 
-
-def test_the_root_is_the_checkout() -> None:
-    assert (ROOT / "pyproject.toml").is_file()
-    assert (ROOT / "contrib" / "dsh-cli").is_dir()
