@@ -13,7 +13,7 @@ TEST_PLUGINS := $(sort $(wildcard tests/plugins/dsh-*))
 NODE_CLIENTS := contrib/dsh-serve/tests/node
 NODE_STAMP := $(NODE_CLIENTS)/node_modules/.package-lock.json
 
-.PHONY: demo test lint bench events sessions clean
+.PHONY: demo test lint bench events sessions clean dist dist-check
 
 # Checked before anything is built: `make test` stops at once, in one line, when a package is missing.
 ifneq ($(filter test,$(MAKECMDGOALS)),)
@@ -49,6 +49,20 @@ test: $(TEST_STAMP) $(NODE_STAMP)
 	$(BIN)/python -m mypy
 	$(BIN)/python -m ruff check dsh_core dsh_agent_loop contrib tests benchmarks
 
+# every distribution's sdist and wheel in dist/, ready to publish
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m pip install -q 'hatchling>=1.25'
+	for project in . $(CONTRIB); do \
+	    (cd $$project && $(CURDIR)/$(BIN)/hatchling build -d $(CURDIR)/dist) >$(VENV)/dist.log 2>&1 \
+	        || { cat $(VENV)/dist.log; exit 1; }; \
+	done
+	@echo "dist: $$(ls dist | wc -l) files"
+
+# the `dsh` command installed from dist/ alone, as a user installs it, outside the checkout (.ci/run runs it)
+dist-check: dist
+	PYTHON=$(PYTHON) bash .ci/dist-check dist
+
 lint: $(STAMP)
 	$(BIN)/python -m mypy
 	$(BIN)/python -m ruff check .
@@ -64,4 +78,4 @@ events: $(STAMP)
 	$(BIN)/python -m dsh_core session-log > docs/session-log.md
 
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) dist

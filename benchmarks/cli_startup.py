@@ -3,7 +3,7 @@
 Prints, for this tree and one or more baseline trees measured in the same run: ``python -c
 pass``; ``python -c "import dsh_cli"``; and the time from starting ``dsh run "hi"`` to the first
 byte of its answer on stdout, the model being an instant one (a loopback OpenAI-compatible server,
-``dsh_openai.testing.LlmServer``, that answers at once, so what is measured is dsh: imports,
+``dsh_harness_openai.testing.LlmServer``, that answers at once, so what is measured is dsh: imports,
 configuration, plugin starts, session creation, the request, the stream). Nothing leaves the
 machine. Each figure is also given as a ratio to ``python -c pass`` and to each baseline.
 
@@ -57,7 +57,7 @@ from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
-from dsh_openai.testing import LlmServer, chunk
+from dsh_harness_openai.testing import LlmServer, chunk
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -72,7 +72,7 @@ CAUSES: Mapping[str, tuple[str, ...]] = {
     "jsonschema (dsh_core's tool defaults)": ("jsonschema",),
     "dsh_cli": ("dsh_cli",),
     "dsh_agent_loop": ("dsh_agent_loop",),
-    "dsh_openai": ("dsh_openai",),
+    "dsh_harness_openai": ("dsh_harness_openai", "dsh_openai"),
     "httpx": ("httpx", "httpx_sse"),
     "click, pygments (httpx's CLI)": ("click", "pygments"),
     "httpcore, h11": ("httpcore", "h11"),

@@ -13,8 +13,8 @@ import time
 
 import anyio
 import httpx
-from dsh_openai import OpenAIAdapter
-from dsh_openai._stream import StreamParser
+from dsh_harness_openai import OpenAIAdapter
+from dsh_harness_openai._stream import StreamParser
 
 from dsh_core import Text, UserMessage
 from dsh_core.llm import LlmRequest

@@ -30,6 +30,7 @@ import uuid
 from contextlib import aclosing
 from pathlib import Path
 
+from dsh_harness_temporal_testkit import KitPlugin
 from dsh_persistence_jsonl import PersistencePlugin
 from dsh_temporal import RemoteSession, TemporalAgents
 from dsh_temporal.testing import DevServer

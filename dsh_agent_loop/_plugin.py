@@ -256,7 +256,7 @@ class AgentLoop:
         if persistence is None:
             msg = (
                 f"cannot resume session {resume_session_id!r}: session persistence is not configured "
-                "(install and enable a persistence plugin such as dsh-persistence-jsonl)"
+                "(install and enable a persistence plugin such as dsh-harness-persistence-jsonl)"
             )
             raise MissingServiceError(msg, plugin="agent-loop", service="session_persistence")
         self._claim(resume_session_id)

@@ -217,7 +217,7 @@ def test_listing_shows_name_distribution_version_services_and_hooks() -> None:
         [sys.executable, "-m", "dsh_core", "plugins"], check=True, capture_output=True, text=True
     ).stdout
     block = out[out.index("example") :].split("\n")[:4]
-    assert "dsh-example 1.2.3" in block[0]
+    assert "dsh-harness-example 1.2.3" in block[0]
     assert "greeter" in block[1]
     assert "dsh_session_created" in block[3]
 

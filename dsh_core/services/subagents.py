@@ -283,7 +283,7 @@ class SubagentRegistry:
             known = ", ".join(self._providers) or "none"
             msg = (
                 f"no sub-agent provider named {name!r} is registered (registered: {known}); "
-                "install and enable a plugin that provides one, such as dsh-subagents"
+                "install and enable a plugin that provides one, such as dsh-harness-subagents"
             )
             raise UnknownSubagentProviderError(msg, name=name)
         return await provider.start(request)

@@ -563,7 +563,7 @@ class ChatController:
     async def _sessions(self) -> None:
         persistence = self.ctx.get_service("session_persistence")
         if persistence is None:
-            raise CliError("no session persistence plugin is loaded (install dsh-persistence-jsonl)")
+            raise CliError("no session persistence plugin is loaded (pip install dsh-harness-persistence-jsonl)")
         summaries = await stored_sessions(persistence)
         if not summaries:
             self.screen.print(Text("no stored sessions", style="dim"))
@@ -590,7 +590,7 @@ class ChatController:
     async def _mode(self, mode: str) -> None:
         permissions = self.ctx.get_service("permissions")
         if permissions is None:
-            raise CliError("no permissions plugin is loaded (install dsh-permissions)")
+            raise CliError("no permissions plugin is loaded (pip install dsh-harness-permissions)")
         if self.handle is None:
             raise CliError("no session: /new or /resume ID")
         if not mode:
@@ -608,7 +608,7 @@ class ChatController:
     async def _compact(self) -> None:
         compaction = self.ctx.get_service("compaction")
         if compaction is None:
-            raise CliError("no compaction plugin is loaded (install dsh-compaction)")
+            raise CliError("no compaction plugin is loaded (pip install dsh-harness-compaction)")
         if self.handle is None:
             raise CliError("no session: /new or /resume ID")
         if self.running:

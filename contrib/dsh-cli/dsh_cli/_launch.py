@@ -76,7 +76,9 @@ async def open_harness(config: EffectiveConfig, plugins: Sequence[object] = ()) 
     try:
         ctx = await harness.start()
     except ConfigError as exc:
-        raise CliError(config.explain(exc)) from exc
+        from ._install_hints import missing_table_hint
+
+        raise CliError(config.explain(exc), hint=missing_table_hint(exc.path)) from exc
     except PluginError as exc:
         raise CliError(str(exc)) from exc
     try:
@@ -92,7 +94,7 @@ def api_key_env(adapter: object, provider: str, config: EffectiveConfig) -> str 
     configured = config.get(f"plugins.openai.providers.{provider}.api_key_env")
     if isinstance(configured, str):
         return configured or None
-    if type(adapter).__module__.startswith("dsh_openai"):
+    if type(adapter).__module__.startswith("dsh_harness_openai"):
         return _BUILTIN_KEYS.get(provider)
     return None
 
@@ -131,7 +133,7 @@ def persistence_of(ctx: Context, doing: str) -> Any:
     if persistence is None:
         msg = (
             f"cannot {doing}: no session persistence plugin is loaded "
-            "(install dsh-persistence-jsonl, or remove it from plugins.disable)"
+            "(pip install dsh-harness-persistence-jsonl, or remove it from plugins.disable)"
         )
         raise CliError(msg)
     return persistence

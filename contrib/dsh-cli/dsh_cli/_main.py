@@ -32,7 +32,7 @@ def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version("dsh-cli")
+        return version("dsh-harness-cli")
     except PackageNotFoundError:  # running from a source tree
         return "unknown"
 
@@ -110,6 +110,8 @@ def _plugin_commands(argv: Sequence[str]) -> dict[str, Command | CommandLoadErro
     from ._commands import CommandLoadError, command_entry_points, load_command
 
     available = command_entry_points()
+    if name not in available:
+        _missing_command(name)
     wanted = [name] if name in available else list(available)  # no or an unknown command: the help lists all
     loaded: dict[str, Command | CommandLoadError] = {}
     each: str
@@ -121,6 +123,17 @@ def _plugin_commands(argv: Sequence[str]) -> dict[str, Command | CommandLoadErro
                 raise
             loaded[each] = exc
     return loaded
+
+
+def _missing_command(name: str) -> None:
+    """:raises CommandLoadError: when ``name`` is a command of a contrib plugin that is not installed."""
+    from ._commands import CommandLoadError
+    from ._install_hints import COMMAND_PLUGINS, install_hint
+
+    plugin = COMMAND_PLUGINS.get(name)
+    if plugin is not None:
+        msg = f"dsh {name} comes with the {plugin} plugin, which is not installed: {install_hint(plugin)}"
+        raise CommandLoadError(msg, name=name)
 
 
 def _piped_stdin() -> str | None:

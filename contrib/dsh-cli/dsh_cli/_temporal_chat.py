@@ -243,8 +243,9 @@ def _temporal_agents(config: EffectiveConfig) -> TemporalAgents:
     try:
         from dsh_temporal import TemporalAgents, TemporalConfig
     except ImportError as exc:
-        msg = "dsh chat --temporal needs the dsh-temporal plugin (pip install dsh-temporal)"
-        raise CliError(msg) from exc
+        from ._install_hints import install_hint
+
+        raise CliError("dsh chat --temporal needs the temporal plugin", hint=install_hint("temporal")) from exc
     table = config.get("plugins.temporal", {})
     known = ("address", "namespace", "task_queue", "heartbeat_timeout")
     try:

@@ -67,7 +67,7 @@ def test_plugins_lists_the_installed_plugins(tmp_path: Path, dsh_env: dict[str, 
     assert done.returncode == 0, done.stderr
     for name in ("cli", "openai", "workspace", "permissions", "persistence-jsonl", "agent-loop"):
         assert name in done.stdout
-    assert "dsh-cli" in done.stdout
+    assert "dsh-harness-cli" in done.stdout
 
 
 def test_list_shows_prompts_as_typed_and_whole_when_piped(

@@ -112,5 +112,5 @@ def test_commands_that_call_no_model_never_import_httpx(
     """``dsh plugins`` and ``dsh sessions list`` start the openai plugin, which makes no HTTP client."""
     for argv in (["plugins"], ["sessions", "list"], ["config"]):
         modules = _imported(argv, cwd=project, env=dsh_env, tmp_path=tmp_path)
-        assert "dsh_openai" in modules, argv
+        assert "dsh_harness_openai" in modules, argv
         assert _present(modules, ("httpx", "httpcore", "h11")) == [], argv

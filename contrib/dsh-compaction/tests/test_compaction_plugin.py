@@ -39,7 +39,7 @@ async def test_service_and_config_from_the_table() -> None:
 
 async def test_autoload_finds_it() -> None:
     """With autoload on, the installed plugin is loaded by its entry point (other contrib plugins off)."""
-    ours = {"dsh-harness", "dsh-compaction"}
+    ours = {"dsh-harness", "dsh-harness-compaction"}
     others = [
         ep.name
         for ep in importlib_metadata.entry_points(group="dsh")

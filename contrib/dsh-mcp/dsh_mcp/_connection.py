@@ -52,7 +52,7 @@ _MAX_PAGES = 100
 
 def _client_info() -> mcp_types.Implementation:
     try:
-        own = version("dsh-mcp")
+        own = version("dsh-harness-mcp")
     except PackageNotFoundError:  # running from a source tree
         own = "0"
     return mcp_types.Implementation(name="dsh", version=own)

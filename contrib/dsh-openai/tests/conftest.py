@@ -1,4 +1,4 @@
-"""Fixtures: a loopback OpenAI-compatible server (``dsh_openai.testing.LlmServer``) and a harness using it."""
+"""Fixtures: a loopback OpenAI-compatible server (``testing.LlmServer``) and a harness using it."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, TypeAlias
 
 import pytest
-from dsh_openai import OpenAIPlugin
-from dsh_openai.testing import LlmServer
+from dsh_harness_openai import OpenAIPlugin
+from dsh_harness_openai.testing import LlmServer
 
 from dsh_core import Context, Harness, Text, UserMessage
 from dsh_core.llm import Chunk, LlmRequest

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from dsh_openai.testing import LlmServer, chunk
+from dsh_harness_openai.testing import LlmServer, chunk
 
 from dsh_core import AgentOptions, Context, tool
 

@@ -10,9 +10,9 @@ from typing import Any, Final
 import anyio.to_thread
 import httpx
 import pytest
-from dsh_openai import OpenAIAdapter
-from dsh_openai._transport import make_transport, on_asyncio
-from dsh_openai.testing import PATIENCE, LlmServer, Reply, chunk, sse
+from dsh_harness_openai import OpenAIAdapter
+from dsh_harness_openai._transport import make_transport, on_asyncio
+from dsh_harness_openai.testing import PATIENCE, LlmServer, Reply, chunk, sse
 
 from dsh_core.llm import FailureCode, ModelInfo
 from dsh_core.testing import ConformanceScript, check_llm_adapter
@@ -26,7 +26,7 @@ class LlmServerScript:
     Answers are streamed in several events, as providers do; failures are HTTP error statuses.
     """
 
-    #: the status that each failure code stands for (``dsh_openai._errors``)
+    #: the status that each failure code stands for (``dsh_harness_openai._errors``)
     STATUSES: Final[dict[str, int]] = {
         "RATE_LIMIT": 429,
         "AUTH": 401,

@@ -12,9 +12,9 @@ import anyio
 import anyio.lowlevel
 import httpx
 import pytest
-from dsh_openai import OpenAIPlugin
-from dsh_openai._errors import failure_from_exception, failure_from_status, parse_retry_after
-from dsh_openai.testing import LlmServer, Reply, chunk, sse
+from dsh_harness_openai import OpenAIPlugin
+from dsh_harness_openai._errors import failure_from_exception, failure_from_status, parse_retry_after
+from dsh_harness_openai.testing import LlmServer, Reply, chunk, sse
 from httpx_aiohttp.transport import map_aiohttp_exceptions
 
 from dsh_core import Context, Harness, Text, UserMessage

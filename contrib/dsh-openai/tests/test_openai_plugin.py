@@ -5,13 +5,13 @@ from __future__ import annotations
 import ssl
 from typing import Any
 
-import dsh_openai
-import dsh_openai.testing
+import dsh_harness_openai
+import dsh_harness_openai.testing
 import httpx
 import importlib_metadata
 import pytest
-from dsh_openai import OpenAIAdapter, OpenAIPlugin
-from dsh_openai.testing import LlmServer, chunk
+from dsh_harness_openai import OpenAIAdapter, OpenAIPlugin
+from dsh_harness_openai.testing import LlmServer, chunk
 from httpx_aiohttp import AiohttpTransport
 
 from dsh_core import ConfigError, Harness, Text, UserMessage
@@ -30,10 +30,10 @@ def hello(provider: str, model: str) -> LlmRequest:
 
 def test_front_is_exact() -> None:
     """The package exports the plugin, its config and the adapter; ``testing`` is a public submodule."""
-    assert dsh_openai.__all__ == ["OpenAIAdapter", "OpenAIConfig", "OpenAIPlugin"]
-    names = {name for name, value in vars(dsh_openai).items() if not name.startswith("_")}
-    assert names - {"testing"} == set(dsh_openai.__all__)
-    assert dsh_openai.testing.__all__ == ["LlmServer", "Recorded", "Reply", "chunk", "sse"]
+    assert dsh_harness_openai.__all__ == ["OpenAIAdapter", "OpenAIConfig", "OpenAIPlugin"]
+    names = {name for name, value in vars(dsh_harness_openai).items() if not name.startswith("_")}
+    assert names - {"testing"} == set(dsh_harness_openai.__all__)
+    assert dsh_harness_openai.testing.__all__ == ["LlmServer", "Recorded", "Reply", "chunk", "sse"]
 
 
 def test_entry_point() -> None:

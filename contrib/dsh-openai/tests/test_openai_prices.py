@@ -6,7 +6,7 @@ import datetime
 from typing import Any
 
 import pytest
-from dsh_openai import OpenAIPlugin
+from dsh_harness_openai import OpenAIPlugin
 
 from dsh_core import ConfigError, Harness
 from dsh_core.llm import Prices

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
-from dsh_openai.testing import LlmServer, Reply
+from dsh_harness_openai.testing import LlmServer, Reply
 
 from dsh_core.llm import Finish, ReasoningDelta, TextDelta, ToolCallDelta
 

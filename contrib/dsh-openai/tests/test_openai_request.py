@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeAlias
 
 import pytest
-from dsh_openai.testing import LlmServer, chunk
+from dsh_harness_openai.testing import LlmServer, chunk
 
 from dsh_core import (
     AssistantMessage,

@@ -7,8 +7,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeAlias
 
 import pytest
-from dsh_openai._stream import StreamParser, usage_from_json
-from dsh_openai.testing import LlmServer, Reply, chunk
+from dsh_harness_openai._stream import StreamParser, usage_from_json
+from dsh_harness_openai.testing import LlmServer, Reply, chunk
 
 from dsh_core.llm import Failure, Finish, ReasoningDelta, TextDelta, ToolCallDelta, Usage
 

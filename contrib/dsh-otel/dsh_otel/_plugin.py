@@ -41,7 +41,7 @@ def _command_env_var() -> ContextVar[Mapping[str, str] | None] | None:
 
 def _version() -> str:
     try:
-        return importlib.metadata.version("dsh-otel")
+        return importlib.metadata.version("dsh-harness-otel")
     except importlib.metadata.PackageNotFoundError:
         return "0"
 

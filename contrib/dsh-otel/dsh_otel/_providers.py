@@ -41,7 +41,7 @@ def providers_for(config: OtelConfig) -> Providers:
         extra = "otlp" if config.exporter == "otlp" else "console"
         msg = (
             f"plugins.otel.exporter: {config.exporter!r} needs the OpenTelemetry SDK and exporters, "
-            f"which are not installed ({exc.name or exc}); install them with: pip install 'dsh-otel[{extra}]'"
+            f"which are not installed ({exc.name or exc}); install them with: pip install 'dsh-harness-otel[{extra}]'"
         )
         raise ConfigError(msg, path="plugins.otel.exporter") from exc
 

@@ -25,12 +25,12 @@ def test_entry_point_is_registered() -> None:
     [entry] = [ep for ep in importlib_metadata.entry_points(group="dsh") if ep.name == "otel"]
     assert entry.load() is OtelPlugin
     assert entry.dist is not None
-    assert entry.dist.name == "dsh-otel"
+    assert entry.dist.name == "dsh-harness-otel"
 
 
 def test_only_the_api_is_a_hard_dependency() -> None:
     """opentelemetry-api is required; the SDK and the exporters come with extras."""
-    requires = importlib_metadata.requires("dsh-otel") or []
+    requires = importlib_metadata.requires("dsh-harness-otel") or []
     plain = [req for req in requires if "extra ==" not in req]
     assert any(req.startswith("opentelemetry-api") for req in plain)
     assert not any(req.startswith(("opentelemetry-sdk", "opentelemetry-exporter")) for req in plain)
@@ -53,7 +53,7 @@ async def test_a_missing_sdk_is_a_config_error_naming_the_extra(monkeypatch: pyt
     """exporter = "otlp" without the SDK installed: a ConfigError saying which extra to install."""
     monkeypatch.setitem(sys.modules, "opentelemetry.sdk.metrics", None)
     config = {"plugins": {"otel": {"exporter": "otlp"}}}
-    with pytest.raises(ConfigError, match=r"pip install 'dsh-otel\[otlp\]'") as caught:
+    with pytest.raises(ConfigError, match=r"pip install 'dsh-harness-otel\[otlp\]'") as caught:
         async with Harness(config=config, plugins=[OtelPlugin()], autoload=False):
             pass
     assert caught.value.path == "plugins.otel.exporter"

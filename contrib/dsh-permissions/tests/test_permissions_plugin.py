@@ -34,7 +34,7 @@ def test_entry_point_is_registered() -> None:
     [entry] = [ep for ep in importlib_metadata.entry_points(group="dsh") if ep.name == "permissions"]
     assert entry.load() is PermissionsPlugin
     assert entry.dist is not None
-    assert entry.dist.name == "dsh-permissions"
+    assert entry.dist.name == "dsh-harness-permissions"
 
 
 @pytest.mark.parametrize(

@@ -90,7 +90,7 @@ def read_header(parsed: object, path: Path) -> Header:
         msg = (
             f"{path}: the log is in format {version!r}, and this dsh-persistence-jsonl reads format "
             f"{FORMAT_VERSION} only; open it with the dsh version that wrote it, or upgrade "
-            f"dsh-persistence-jsonl"
+            f"dsh-harness-persistence-jsonl"
         )
         raise SessionFormatError(msg, path=path, version=version)
     session_id = parsed.get("id")

@@ -98,7 +98,7 @@ def ensure_schema(conn: sqlite3.Connection, path: Path) -> None:
             msg = (
                 f"{path} holds dsh sessions in schema version {found!r}, and this dsh-persistence-sqlite "
                 f"uses version {SCHEMA_VERSION}; open it with the dsh version that wrote it, or upgrade "
-                f"dsh-persistence-sqlite"
+                f"dsh-harness-persistence-sqlite"
             )
             raise SessionFormatError(msg, version=found, expected=SCHEMA_VERSION, path=path)
         conn.execute("COMMIT")

