@@ -30,7 +30,6 @@ import uuid
 from contextlib import aclosing
 from pathlib import Path
 
-from dsh_harness_temporal_testkit import KitPlugin
 from dsh_persistence_jsonl import PersistencePlugin
 from dsh_temporal import RemoteSession, TemporalAgents
 from dsh_temporal.testing import DevServer
@@ -97,7 +96,7 @@ def stop_worker(process: subprocess.Popen[str]) -> None:
 
 async def in_process(root: Path, turns: int, sessions: int) -> tuple[float, float]:
     """Median one-step turn latency, and seconds for one turn in each of ``sessions`` sessions."""
-    from dsh_temporal_testkit import KitPlugin
+    from dsh_harness_temporal_testkit import KitPlugin
 
     kit = {"enabled": True, "announce": False}
     config = {"plugins": {"persistence-jsonl": {"root": str(root)}, "temporal-testkit": kit}}

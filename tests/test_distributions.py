@@ -40,7 +40,7 @@ PINNED: dict[str, Pin] = {
         ("cli",),
         (
             "dsh-harness", "dsh-harness-openai", "dsh-harness-permissions", "dsh-harness-persistence-jsonl",
-            "dsh-harness-retry", "dsh-harness-workspace", "prompt-toolkit", "rich",
+            "dsh-harness-retry", "dsh-harness-workspace", "prompt-toolkit", "rich", "uvloop",
         ),
     ),
     "dsh-harness-compaction": (("dsh_compaction",), ("compaction",), ("dsh-harness",)),
@@ -49,10 +49,10 @@ PINNED: dict[str, Pin] = {
     "dsh-harness-openai": (
         ("dsh_harness_openai",),
         ("openai",),
-        ("dsh-harness", "genai-prices", "httpx", "httpx-sse"),
+        ("aiohttp", "dsh-harness", "genai-prices", "httpx", "httpx-aiohttp", "httpx-sse"),
     ),
     "dsh-harness-otel": (("dsh_otel",), ("otel",), ("anyio", "attrs", "dsh-harness", "opentelemetry-api")),
-    "dsh-harness-permissions": (("dsh_permissions",), ("permissions",), ("dsh-harness", "wcmatch")),
+    "dsh-harness-permissions": (("dsh_permissions",), ("permissions",), ("dsh-harness", "tree-sitter", "tree-sitter-bash", "wcmatch")),
     "dsh-harness-persistence-jsonl": (
         ("dsh_persistence_jsonl",),
         ("persistence-jsonl",),
