@@ -30,6 +30,9 @@ pytestmark = pytest.mark.anyio
 
 
 def test_front_is_exact() -> None:
+    """Every name of ``__all__`` resolves (they are imported on first use) and no other is public."""
+    for name in dsh_temporal.__all__:
+        getattr(dsh_temporal, name)
     assert set(dsh_temporal.__all__) == {n for n in vars(dsh_temporal) if not n.startswith("_")} - {"testing"}
 
 
