@@ -20,7 +20,7 @@ pytestmark = pytest.mark.anyio
 # (httpx2 / httpcore2) to the garbage collector when it closes; trio warns about each. Only those
 # warnings are let through, in the tests using that protocol; docs/plugins/mcp.md names the limit.
 SDK_TRIO_GC = pytest.mark.filterwarnings(
-    r"ignore:Exception ignored in. <async_generator object (PoolByteStream|Response|EventSource)\.:"
+    r"ignore:Exception ignored in. <async_generator object (PoolByteStream|HTTP11ConnectionByteStream|Response|EventSource)\.:"
     "pytest.PytestUnraisableExceptionWarning"
 )
 

@@ -5,6 +5,7 @@ through the worker)."""
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Callable
@@ -26,8 +27,12 @@ def _spawn(cluster: Cluster, *args: str) -> Any:
     """``dsh chat --temporal`` with the workers' configuration but a store of its own."""
     config = cluster.config_file({"persistence-jsonl": {"root": str(cluster.tmp / "chat-local-store")}})
     env = {"HOME": str(cluster.tmp), "PATH": "/usr/bin:/bin", "TERM": "xterm", "LANG": "C.UTF-8"}
+    if "PYTHONPATH" in os.environ:  # the root conftest's way to the test plugins (``temporal-testkit``)
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     command = ["chat", "--temporal", "--config", str(config), "--model", "scripted/follow", *args]
-    child = pexpect.spawn(DSH, command, cwd=str(cluster.tmp), env=env, dimensions=(40, 120), encoding="utf-8", timeout=30)
+    child = pexpect.spawn(
+        DSH, command, cwd=str(cluster.tmp), env=env, dimensions=(40, 120), encoding="utf-8", timeout=30
+    )
     child.linesep = "\r"
     return child
 
@@ -83,5 +88,9 @@ async def test_chat_drives_a_session_on_a_worker(cluster: Cluster) -> None:
     log = stored_log(cluster, session_id)
     reasons = [e["data"]["reason"]["kind"] for e in log if e["type"] == "turn/end"]
     assert reasons == ["completed", "aborted", "completed", "completed"]
-    assert [e["data"]["message"]["content"][0]["text"] for e in log if e["type"] == "steering/message"] == ["look left"]
-    assert not (cluster.tmp / "chat-local-store").exists() or not any((cluster.tmp / "chat-local-store").iterdir())
+    assert [e["data"]["message"]["content"][0]["text"] for e in log if e["type"] == "steering/message"] == [
+        "look left"
+    ]
+    assert not (cluster.tmp / "chat-local-store").exists() or not any(
+        (cluster.tmp / "chat-local-store").iterdir()
+    )
